@@ -1,0 +1,127 @@
+//! The command line (DESIGN.md, "CLI contract").
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// locklab finds, proves and teaches the ways Redis-based distributed locks break.
+///
+/// Exit status: 0 when every verdict matches the scenarios' `expect`, 1 when one
+/// differs (or a scenario is vacuous), 2 for bad input or an environment that
+/// cannot run.
+#[derive(Debug, Parser)]
+#[command(name = "locklab", version, about, long_about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Model-check scenarios and compare each property's verdict with the expected one.
+    Check(CheckArgs),
+    /// Print the narrated shortest counterexample of each violated property.
+    Explain(ExplainArgs),
+    /// Browse a scenario's state space in the stateright Explorer on 127.0.0.1.
+    Explore(ExploreArgs),
+    /// Run a scenario's counterexamples (or one trace) against real Redis.
+    Replay(ReplayArgs),
+    /// Run a scenario against real Redis with random faults.
+    Chaos(ChaosArgs),
+    /// Regenerate the report gallery.
+    Report(ReportArgs),
+    /// Lock crate and checker benchmarks.
+    Bench(BenchArgs),
+}
+
+/// Options of the model search, shared by `check` and `explain`.
+#[derive(Debug, Clone, Args)]
+pub struct SearchArgs {
+    /// Explore counterexamples of at most N steps; a property without one is reported
+    /// as holding within N steps.
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<usize>,
+    /// Worker threads per scenario [default: the number of CPUs].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
+    /// Do not merge states that differ only by a renaming of clients.
+    #[arg(long)]
+    pub no_symmetry: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scenario files or directories of them [default: scenarios/].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Write the verdicts as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the verdicts as JUnit XML to FILE (one testcase per scenario and property).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Directory for counterexample traces (written to DIR/traces/).
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// A scenario file, or the name of one in scenarios/.
+    pub scenario: String,
+    /// Explain only this property.
+    #[arg(long, value_name = "PROPERTY")]
+    pub property: Option<String>,
+    #[command(flatten)]
+    pub search: SearchArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ExploreArgs {
+    /// A scenario file, or the name of one in scenarios/.
+    pub scenario: String,
+    /// Port of the Explorer on 127.0.0.1.
+    #[arg(long, default_value_t = 3000)]
+    pub port: u16,
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A scenario (its counterexamples are replayed) or a trace JSON file.
+    #[arg(value_name = "SCENARIO|TRACE.json")]
+    pub target: String,
+    /// Write the outcome as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ChaosArgs {
+    /// A scenario file, or the name of one in scenarios/.
+    pub scenario: String,
+    /// Seed of the fault schedule.
+    #[arg(long)]
+    pub seed: u64,
+    /// Number of runs.
+    #[arg(long)]
+    pub runs: u32,
+    /// Write the outcome as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Output directory.
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Benchmark arguments.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
+}

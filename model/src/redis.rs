@@ -1,0 +1,317 @@
+//! The abstract Redis node: strings, hashes, INCR, GETSET, TTL on the node's logical
+//! clock, and scripts through [`Script::run`], the semantics written beside each Lua text.
+//!
+//! Each entry remembers which client last wrote it (`owner`): ghost state, invisible to
+//! the designs, that the `owner_only_release` property reads.
+
+use locklab::{Command, Reply, Script, ScriptHost};
+
+/// A value: a string or a hash of fields to counts (all locklab ever stores).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Value {
+    /// A string.
+    Str(String),
+    /// A hash (field, integer value), sorted by field.
+    Hash(Vec<(String, i64)>),
+}
+
+/// One key's entry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    /// The value.
+    pub value: Value,
+    /// Absolute expiry on this node's clock, if any (ticks).
+    pub expires_at: Option<i64>,
+    /// Ghost: the client whose command last wrote the entry.
+    pub owner: Option<u8>,
+}
+
+/// A node's data at one moment of its clock.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Data {
+    /// Entries sorted by key.
+    pub entries: Vec<(String, Entry)>,
+}
+
+impl Data {
+    /// The entry under `key`.
+    pub fn entry(&self, key: &str) -> Option<&Entry> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, e)| e)
+    }
+
+    fn entry_mut(&mut self, key: &str) -> Option<&mut Entry> {
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, e)| e)
+    }
+
+    fn put(&mut self, key: &str, entry: Entry) {
+        match self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
+            Ok(i) => self.entries[i].1 = entry,
+            Err(i) => self.entries.insert(i, (key.to_string(), entry)),
+        }
+    }
+
+    fn remove(&mut self, key: &str) -> Option<Entry> {
+        let i = self.entries.iter().position(|(k, _)| k == key)?;
+        Some(self.entries.remove(i).1)
+    }
+
+    /// Drop every entry whose expiry is at or before `clock` (the node's clock).
+    pub fn expire(&mut self, clock: i64) {
+        self.entries
+            .retain(|(_, e)| e.expires_at.is_none_or(|at| at > clock));
+    }
+}
+
+/// What a command did to the lock key, for the ghost checks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// Entries (their owners) that the command deleted or overwrote.
+    pub displaced: Vec<Option<u8>>,
+}
+
+/// Runs commands against [`Data`] at a given node clock, on behalf of a client.
+pub struct Exec<'a> {
+    data: &'a mut Data,
+    clock: i64,
+    client: u8,
+    /// What the command displaced.
+    pub effect: Effect,
+}
+
+impl<'a> Exec<'a> {
+    /// An executor over `data` at node clock `clock` for `client`. Expired keys are
+    /// dropped first, as Redis does on access.
+    pub fn new(data: &'a mut Data, clock: i64, client: u8) -> Self {
+        data.expire(clock);
+        Exec {
+            data,
+            clock,
+            client,
+            effect: Effect::default(),
+        }
+    }
+
+    fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
+        if let Some(old) = self.data.entry(key) {
+            self.effect.displaced.push(old.owner);
+        }
+        self.data.put(
+            key,
+            Entry {
+                value,
+                expires_at,
+                owner: Some(self.client),
+            },
+        );
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, String> {
+        match self.data.entry(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s.clone())),
+            Some(Value::Hash(_)) => Err(wrongtype()),
+        }
+    }
+
+    /// Execute one command and return Redis' reply.
+    pub fn run(&mut self, command: &Command) -> Reply {
+        let r = |x: Result<Reply, String>| x.unwrap_or_else(Reply::Error);
+        match command {
+            Command::SetNx { key, value } => {
+                if self.data.entry(key).is_some() {
+                    Reply::Int(0)
+                } else {
+                    self.write(key, Value::Str(value.clone()), None);
+                    Reply::Int(1)
+                }
+            }
+            Command::SetNxPx { key, value, px } => {
+                if self.data.entry(key).is_some() {
+                    Reply::Nil
+                } else {
+                    let at = self.clock + *px as i64;
+                    self.write(key, Value::Str(value.clone()), Some(at));
+                    Reply::Ok
+                }
+            }
+            Command::Get { key } => r(self.string(key).map(|v| v.map_or(Reply::Nil, Reply::Bulk))),
+            Command::GetSet { key, value } => r(self.string(key).map(|old| {
+                self.write(key, Value::Str(value.clone()), None);
+                old.map_or(Reply::Nil, Reply::Bulk)
+            })),
+            Command::Del { key } => Reply::Int(ScriptHost::del(self, key)),
+            Command::PExpire { key, ms } => Reply::Int(ScriptHost::pexpire(self, key, *ms)),
+            Command::Incr { key } => r(self.string(key).and_then(|v| {
+                let n = match v {
+                    None => 0,
+                    Some(s) => s
+                        .parse::<i64>()
+                        .map_err(|_| "ERR value is not an integer or out of range".to_string())?,
+                } + 1;
+                let expires_at = self.data.entry(key).and_then(|e| e.expires_at);
+                // The counter is not a lock entry: keep its owner out of the ghost checks.
+                self.data.put(
+                    key,
+                    Entry {
+                        value: Value::Str(n.to_string()),
+                        expires_at,
+                        owner: None,
+                    },
+                );
+                Ok(Reply::Int(n))
+            })),
+            Command::Eval { script, keys, args } => {
+                let script: Script = *script;
+                script.run(self, keys, args)
+            }
+            // WAIT is answered by the model, which knows the replicas.
+            Command::Wait { .. } => Reply::Int(0),
+        }
+    }
+}
+
+fn wrongtype() -> String {
+    "WRONGTYPE Operation against a key holding the wrong kind of value".to_string()
+}
+
+impl ScriptHost for Exec<'_> {
+    fn get(&self, key: &str) -> Result<Option<String>, String> {
+        self.string(key)
+    }
+
+    fn del(&mut self, key: &str) -> i64 {
+        match self.data.remove(key) {
+            Some(old) => {
+                self.effect.displaced.push(old.owner);
+                1
+            }
+            None => 0,
+        }
+    }
+
+    fn exists(&self, key: &str) -> bool {
+        self.data.entry(key).is_some()
+    }
+
+    fn pexpire(&mut self, key: &str, ms: u64) -> i64 {
+        let at = self.clock + ms as i64;
+        match self.data.entry_mut(key) {
+            Some(e) => {
+                e.expires_at = Some(at);
+                1
+            }
+            None => 0,
+        }
+    }
+
+    fn pttl(&self, key: &str) -> i64 {
+        match self.data.entry(key) {
+            None => -2,
+            Some(Entry {
+                expires_at: None, ..
+            }) => -1,
+            Some(Entry {
+                expires_at: Some(at),
+                ..
+            }) => at - self.clock,
+        }
+    }
+
+    fn hexists(&self, key: &str, field: &str) -> Result<bool, String> {
+        match self.data.entry(key).map(|e| &e.value) {
+            None => Ok(false),
+            Some(Value::Hash(h)) => Ok(h.iter().any(|(f, _)| f == field)),
+            Some(Value::Str(_)) => Err(wrongtype()),
+        }
+    }
+
+    fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, String> {
+        let client = self.client;
+        match self.data.entry_mut(key) {
+            None => {
+                self.data.put(
+                    key,
+                    Entry {
+                        value: Value::Hash(vec![(field.to_string(), by)]),
+                        expires_at: None,
+                        owner: Some(client),
+                    },
+                );
+                Ok(by)
+            }
+            Some(Entry {
+                value: Value::Hash(h),
+                ..
+            }) => {
+                let n = match h.binary_search_by(|(f, _)| f.as_str().cmp(field)) {
+                    Ok(i) => {
+                        h[i].1 += by;
+                        h[i].1
+                    }
+                    Err(i) => {
+                        h.insert(i, (field.to_string(), by));
+                        by
+                    }
+                };
+                Ok(n)
+            }
+            Some(_) => Err(wrongtype()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(key: &str, v: &str, px: u64) -> Command {
+        Command::SetNxPx {
+            key: key.into(),
+            value: v.into(),
+            px,
+        }
+    }
+
+    #[test]
+    fn set_nx_px_expires_on_the_node_clock() {
+        let mut d = Data::default();
+        assert_eq!(Exec::new(&mut d, 0, 0).run(&set("k", "a", 3)), Reply::Ok);
+        assert_eq!(Exec::new(&mut d, 2, 1).run(&set("k", "b", 3)), Reply::Nil);
+        assert_eq!(Exec::new(&mut d, 3, 1).run(&set("k", "b", 3)), Reply::Ok);
+    }
+
+    #[test]
+    fn compare_and_delete_records_what_it_displaced() {
+        let mut d = Data::default();
+        Exec::new(&mut d, 0, 0).run(&set("k", "a", 3));
+        let del = |tok: &str| Command::Eval {
+            script: Script::CompareAndDelete,
+            keys: vec!["k".into()],
+            args: vec![tok.into()],
+        };
+        let mut ex = Exec::new(&mut d, 1, 1);
+        assert_eq!(ex.run(&del("b")), Reply::Int(0));
+        assert_eq!(ex.effect.displaced, vec![]);
+        assert_eq!(ex.run(&del("a")), Reply::Int(1));
+        assert_eq!(ex.effect.displaced, vec![Some(0)]);
+    }
+
+    #[test]
+    fn reentrant_scripts_count_holds() {
+        let mut d = Data::default();
+        let call = |s: Script| Command::Eval {
+            script: s,
+            keys: vec!["k".into()],
+            args: vec!["5".into(), "me".into()],
+        };
+        let mut ex = Exec::new(&mut d, 0, 0);
+        assert_eq!(ex.run(&call(Script::ReentrantLock)), Reply::Nil);
+        assert_eq!(ex.run(&call(Script::ReentrantLock)), Reply::Nil);
+        assert_eq!(ex.run(&call(Script::ReentrantUnlock)), Reply::Int(0));
+        assert_eq!(ex.run(&call(Script::ReentrantUnlock)), Reply::Int(1));
+        assert_eq!(ex.run(&call(Script::ReentrantUnlock)), Reply::Nil);
+    }
+}

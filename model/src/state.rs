@@ -1,0 +1,131 @@
+//! The model's state: clients (each running a [`LockMachine`] from `src/`), Redis nodes,
+//! the protected stock counter, the logical clock and the fault budget spent so far.
+
+use locklab::resource::Stock;
+use locklab::{Command, LockMachine, Reply};
+
+use crate::redis::Data;
+
+/// A request on its way, or executed with its reply held (paused client).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Flight {
+    /// The physical node it was sent to.
+    pub node: u8,
+    /// The command.
+    pub command: Command,
+    /// Executed, but the reply is held until the client resumes.
+    pub held: Option<Reply>,
+    /// Ticks it has been deliverable without being delivered.
+    pub age: u8,
+}
+
+/// Where a client is in its one purchase.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not holding; may start an acquire while attempts are left.
+    Idle,
+    /// An acquire is in flight.
+    Acquiring,
+    /// Holding (it believes): running the critical-section program, op `pc`.
+    Critical {
+        /// Next op of [`crate::model::LockModel::program`].
+        pc: u8,
+        /// The stock value read, once read.
+        read: Option<i64>,
+        /// Ticks worked since the read.
+        worked: u8,
+    },
+    /// A release (or a re-entry) is in flight inside the critical section program.
+    Waiting {
+        pc: u8,
+        read: Option<i64>,
+        worked: u8,
+    },
+    /// Finished (released, or gave up).
+    Done,
+    /// The process crashed.
+    Crashed,
+}
+
+/// One client process.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Client {
+    /// The design's state machine, the production code from `src/`.
+    pub machine: LockMachine,
+    /// Its progress.
+    pub phase: Phase,
+    /// Stopped by a stop-the-world pause.
+    pub paused: bool,
+    /// Its clock's offset from the global clock, in ticks.
+    pub offset: i8,
+    /// Acquire attempts left.
+    pub attempts: u8,
+    /// A denied client retries only after the clock moved.
+    pub retry_wait: bool,
+    /// Ticks it has had a step to take without taking it.
+    pub waited: u8,
+    /// Ticks since the lease was last renewed (renewing designs).
+    pub since_renew: u8,
+    /// In-flight requests, one slot per master.
+    pub flights: Vec<Option<Flight>>,
+    /// Masters whose link from this client is cut (bit per master).
+    pub cut: u16,
+}
+
+impl Client {
+    /// Running: neither paused nor crashed.
+    pub fn running(&self) -> bool {
+        !self.paused && self.phase != Phase::Crashed
+    }
+
+    /// Holding (it believes): in the critical-section program, releases included.
+    pub fn holding(&self) -> bool {
+        matches!(self.phase, Phase::Critical { .. } | Phase::Waiting { .. })
+    }
+}
+
+/// One Redis server.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Node {
+    /// Up (a failed-over master is down for good).
+    pub alive: bool,
+    /// Clock offset from the global clock, in ticks.
+    pub offset: i8,
+    /// The data.
+    pub data: Data,
+    /// The master it replicates from, if a replica.
+    pub replica_of: Option<u8>,
+}
+
+/// Faults spent so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Spent {
+    pub pauses: u8,
+    pub crashes: u8,
+    pub failovers: u8,
+    pub restarts: u8,
+    pub partitions: u8,
+    pub clock_jumps: u8,
+}
+
+/// A whole-system state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    /// The global logical clock, in ticks.
+    pub now: u8,
+    /// The clients.
+    pub clients: Vec<Client>,
+    /// Physical nodes: masters first, then replicas.
+    pub nodes: Vec<Node>,
+    /// For each master index the designs talk to, the physical node serving it.
+    pub serving: Vec<u8>,
+    /// The protected resource.
+    pub stock: Stock,
+    /// Faults spent.
+    pub spent: Spent,
+    /// Next token number (tokens are `t1`, `t2`, ...: unique, and free of client ids so
+    /// that clients stay symmetric).
+    pub next_token: u8,
+    /// Set when a step deleted or overwrote a lock entry held by another client.
+    pub displaced_other: bool,
+}

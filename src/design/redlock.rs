@@ -1,0 +1,251 @@
+//! `redlock`: the lock on N independent masters. Acquire sends `SET key token NX PX ttl`
+//! to every master at once; it holds when a majority (N/2+1) granted it and the validity
+//! left, ttl − elapsed − drift, is positive. Otherwise it releases every master (partial
+//! grants included) before reporting the failure. Release and extend go to all masters.
+//!
+//! Safe against crashed or unreachable minorities, given bounded pauses, bounded clock
+//! drift and persistence. Broken by a holder pause longer than the validity, by a clock
+//! jump on a master (its key expires early), and by a master restarting empty.
+
+use crate::command::{Command, Reply};
+use crate::design::lua_release::{compare_and_delete, compare_and_pexpire};
+use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Send, Step};
+
+/// A set of master indexes (at most 16 masters).
+type Nodes = u16;
+
+fn all(n: usize) -> Nodes {
+    ((1u32 << n) - 1) as Nodes
+}
+
+/// Redlock over N masters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Redlock {
+    masters: u8,
+    phase: Phase,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    Idle,
+    /// `pending`: masters not yet answered; `granted`: masters that said OK.
+    Acquiring {
+        token: String,
+        started: Millis,
+        pending: Nodes,
+        granted: Nodes,
+    },
+    Held(Grant),
+    /// Releasing everywhere; `why` is set when this undoes a failed acquire.
+    Releasing {
+        grant: Grant,
+        pending: Nodes,
+        deleted: u8,
+        why: Option<Denied>,
+    },
+    Extending {
+        grant: Grant,
+        started: Millis,
+        pending: Nodes,
+        extended: Nodes,
+    },
+}
+
+impl Redlock {
+    /// An idle machine for `masters` masters.
+    pub fn new(masters: usize) -> Self {
+        assert!(
+            (1..=16).contains(&masters),
+            "redlock supports 1 to 16 masters"
+        );
+        Redlock {
+            masters: masters as u8,
+            phase: Phase::Idle,
+        }
+    }
+
+    fn n(&self) -> usize {
+        self.masters as usize
+    }
+
+    /// The majority: N/2 + 1.
+    pub fn quorum(&self) -> usize {
+        self.n() / 2 + 1
+    }
+
+    fn fan_out(&self, command: impl Fn() -> Command) -> Vec<Send> {
+        (0..self.n())
+            .map(|node| Send {
+                node,
+                command: command(),
+            })
+            .collect()
+    }
+
+    fn release_all(&mut self, cfg: &LockConfig, grant: Grant, why: Option<Denied>) -> Step {
+        let sends = self.fan_out(|| compare_and_delete(cfg, &grant));
+        self.phase = Phase::Releasing {
+            grant,
+            pending: all(self.n()),
+            deleted: 0,
+            why,
+        };
+        Step {
+            sends,
+            outcome: None,
+        }
+    }
+}
+
+impl Default for Redlock {
+    fn default() -> Self {
+        Redlock::new(1)
+    }
+}
+
+impl Protocol for Redlock {
+    fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
+        let sends = self.fan_out(|| Command::SetNxPx {
+            key: cfg.key.clone(),
+            value: token.to_string(),
+            px: cfg.ttl,
+        });
+        self.phase = Phase::Acquiring {
+            token: token.to_string(),
+            started: now,
+            pending: all(self.n()),
+            granted: 0,
+        };
+        Step {
+            sends,
+            outcome: None,
+        }
+    }
+
+    fn release(&mut self, cfg: &LockConfig, _now: Millis) -> Step {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Held(grant) => self.release_all(cfg, grant, None),
+            other => {
+                self.phase = other;
+                Step::done(Outcome::NotHeld)
+            }
+        }
+    }
+
+    fn renew(&mut self, cfg: &LockConfig, now: Millis) -> Step {
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Held(grant) => {
+                let sends = self.fan_out(|| compare_and_pexpire(cfg, &grant));
+                self.phase = Phase::Extending {
+                    grant,
+                    started: now,
+                    pending: all(self.n()),
+                    extended: 0,
+                };
+                Step {
+                    sends,
+                    outcome: None,
+                }
+            }
+            other => {
+                self.phase = other;
+                Step::done(Outcome::NotHeld)
+            }
+        }
+    }
+
+    fn on_answer(&mut self, cfg: &LockConfig, node: usize, answer: Answer, now: Millis) -> Step {
+        let bit: Nodes = 1 << node;
+        let quorum = self.quorum();
+        match &mut self.phase {
+            Phase::Acquiring {
+                token,
+                started,
+                pending,
+                granted,
+            } if *pending & bit != 0 => {
+                *pending &= !bit;
+                if answer == Ok(Reply::Ok) {
+                    *granted |= bit;
+                }
+                if *pending != 0 {
+                    return Step::default();
+                }
+                let lease_end = cfg.lease_end(*started);
+                let count = granted.count_ones() as usize;
+                let grant = Grant {
+                    token: token.clone(),
+                    lease_end: Some(lease_end),
+                    fence: None,
+                    holds: 1,
+                };
+                if count >= quorum && lease_end > now {
+                    self.phase = Phase::Held(grant.clone());
+                    Step::done(Outcome::Acquired(grant))
+                } else {
+                    let why = Denied::NoQuorum { granted: count };
+                    self.release_all(cfg, grant, Some(why))
+                }
+            }
+            Phase::Releasing {
+                pending,
+                deleted,
+                why,
+                ..
+            } if *pending & bit != 0 => {
+                *pending &= !bit;
+                if answer == Ok(Reply::Int(1)) {
+                    *deleted += 1;
+                }
+                if *pending != 0 {
+                    return Step::default();
+                }
+                let outcome = match (why.take(), *deleted) {
+                    (Some(why), _) => Outcome::Denied(why),
+                    (None, 0) => Outcome::NotHeld,
+                    (None, _) => Outcome::Released { holds_left: 0 },
+                };
+                self.phase = Phase::Idle;
+                Step::done(outcome)
+            }
+            Phase::Extending {
+                grant,
+                started,
+                pending,
+                extended,
+            } if *pending & bit != 0 => {
+                *pending &= !bit;
+                if answer == Ok(Reply::Int(1)) {
+                    *extended |= bit;
+                }
+                if *pending != 0 {
+                    return Step::default();
+                }
+                let lease_end = cfg.lease_end(*started);
+                if extended.count_ones() as usize >= quorum && lease_end > now {
+                    let grant = Grant {
+                        lease_end: Some(lease_end),
+                        ..grant.clone()
+                    };
+                    self.phase = Phase::Held(grant);
+                    Step::done(Outcome::Extended { lease_end })
+                } else {
+                    self.phase = Phase::Idle;
+                    Step::done(Outcome::NotHeld)
+                }
+            }
+            _ => Step::default(),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !matches!(self.phase, Phase::Idle | Phase::Held(_))
+    }
+
+    fn grant(&self) -> Option<&Grant> {
+        match &self.phase {
+            Phase::Held(g) => Some(g),
+            _ => None,
+        }
+    }
+}

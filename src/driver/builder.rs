@@ -1,0 +1,385 @@
+//! [`LockBuilder`]: the lock's settings, checked, and its connections.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::error::LockError;
+use super::gate::PauseGate;
+use super::lock::{Lock, RetryPolicy};
+use super::node::{Node, NodeTimeouts};
+use crate::design_id::DesignId;
+use crate::machine::LockConfig;
+
+/// Whether `design` is one of the designs offered for use (the others are pitfalls).
+pub(crate) fn is_safe(design: DesignId) -> bool {
+    matches!(
+        design,
+        DesignId::LuaRelease | DesignId::Watchdog | DesignId::Reentrant | DesignId::Redlock
+    )
+}
+
+/// Settings for a [`Lock`]. Start from a design ([`LockBuilder::lua_release`],
+/// [`watchdog`](LockBuilder::watchdog), [`reentrant`](LockBuilder::reentrant),
+/// [`redlock`](LockBuilder::redlock)), set at least the key and the node(s), then
+/// [`build`](LockBuilder::build).
+///
+/// Defaults: ttl 10 s, 3 retries 200 ms apart plus up to 100 ms of jitter, 250 ms per
+/// command, 1 s to connect, no fencing, no `WAIT`, Redlock's drift (1 % of the ttl +
+/// 2 ms) for `redlock` and none otherwise.
+#[derive(Clone, Debug)]
+pub struct LockBuilder {
+    design: DesignId,
+    allow_pitfall: bool,
+    key: Option<String>,
+    ttl: Duration,
+    nodes: Vec<String>,
+    retry_count: u32,
+    retry_delay: Duration,
+    retry_jitter: Duration,
+    timeouts: NodeTimeouts,
+    drift_factor: Option<f64>,
+    drift_fixed: Option<Duration>,
+    fencing: bool,
+    wait_replicas: u32,
+    wait_timeout: Duration,
+    seed: Option<u64>,
+    client_id: Option<String>,
+    gate: PauseGate,
+}
+
+impl LockBuilder {
+    /// A builder for one of the safe designs (`lua-release`, `watchdog`, `reentrant`,
+    /// `redlock`). [`build`](Self::build) refuses the pitfall designs with
+    /// [`LockError::PitfallDesign`]: those are reachable only through
+    /// [`crate::pitfalls::builder`].
+    pub fn new(design: DesignId) -> Self {
+        LockBuilder {
+            design,
+            allow_pitfall: false,
+            key: None,
+            ttl: Duration::from_secs(10),
+            nodes: Vec::new(),
+            retry_count: 3,
+            retry_delay: Duration::from_millis(200),
+            retry_jitter: Duration::from_millis(100),
+            timeouts: NodeTimeouts::default(),
+            drift_factor: None,
+            drift_fixed: None,
+            fencing: false,
+            wait_replicas: 0,
+            wait_timeout: Duration::from_millis(100),
+            seed: None,
+            client_id: None,
+            gate: PauseGate::new(),
+        }
+    }
+
+    /// Any design, pitfalls included; for [`crate::pitfalls::builder`].
+    pub(crate) fn any_design(design: DesignId) -> Self {
+        LockBuilder {
+            allow_pitfall: true,
+            ..LockBuilder::new(design)
+        }
+    }
+
+    /// `lua-release`: `SET NX PX`, compare-and-delete release, explicit `extend`.
+    pub fn lua_release() -> Self {
+        LockBuilder::new(DesignId::LuaRelease)
+    }
+
+    /// `watchdog`: `lua-release` renewed every ttl/3 by a background task while held.
+    pub fn watchdog() -> Self {
+        LockBuilder::new(DesignId::Watchdog)
+    }
+
+    /// `reentrant`: Redisson's hash lock; the same [`Lock`] may acquire it again while
+    /// holding it, and renews it every ttl/3 while held.
+    pub fn reentrant() -> Self {
+        LockBuilder::new(DesignId::Reentrant)
+    }
+
+    /// `redlock`: the lock on N independent masters (give N node URLs), majority quorum.
+    pub fn redlock() -> Self {
+        LockBuilder::new(DesignId::Redlock)
+    }
+
+    /// The design this builder builds.
+    pub fn design(&self) -> DesignId {
+        self.design
+    }
+
+    /// The lock key (required). The fencing counter lives at `{key}:fence`.
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// The lease time (whole milliseconds; at least 1 ms).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Add a node URL, e.g. `redis://127.0.0.1:6379`. One node, except for `redlock`,
+    /// which takes N independent masters (1 to 16).
+    pub fn node(mut self, url: impl Into<String>) -> Self {
+        self.nodes.push(url.into());
+        self
+    }
+
+    /// Add several node URLs.
+    pub fn nodes<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.nodes.extend(urls.into_iter().map(Into::into));
+        self
+    }
+
+    /// How many times [`Lock::acquire`] tries again after a failed attempt (0: once only).
+    pub fn retry_count(mut self, retries: u32) -> Self {
+        self.retry_count = retries;
+        self
+    }
+
+    /// The pause between attempts, before jitter.
+    pub fn retry_delay(mut self, delay: Duration) -> Self {
+        self.retry_delay = delay;
+        self
+    }
+
+    /// The most random extra pause added to each retry delay (uniform, from the
+    /// builder's seeded RNG), so that contending clients do not retry in lockstep.
+    pub fn retry_jitter(mut self, jitter: Duration) -> Self {
+        self.retry_jitter = jitter;
+        self
+    }
+
+    /// Seed the jitter RNG (a ChaCha8 generator) for reproducible runs; by default it is
+    /// seeded from the OS. Lock tokens do not come from this RNG.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The per-command timeout: how long one node may take to answer one command.
+    /// For Redlock keep it small against the ttl.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.command = timeout;
+        self
+    }
+
+    /// How long connecting to a node may take.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.timeouts.connect = timeout;
+        self
+    }
+
+    /// The clock drift allowance as a fraction of the ttl (Redlock's default 0.01).
+    pub fn drift_factor(mut self, factor: f64) -> Self {
+        self.drift_factor = Some(factor);
+        self
+    }
+
+    /// The fixed clock drift allowance added to the proportional one (Redlock's 2 ms).
+    pub fn drift_fixed(mut self, drift: Duration) -> Self {
+        self.drift_fixed = Some(drift);
+        self
+    }
+
+    /// Take a fencing token (`INCR {key}:fence` on node 0) with every acquire; the guard
+    /// shows it as [`LockGuard::fencing_token`](super::LockGuard::fencing_token).
+    pub fn fencing(mut self, on: bool) -> Self {
+        self.fencing = on;
+        self
+    }
+
+    /// After acquiring, `WAIT` for this many replicas (0: don't); fewer acks fail the
+    /// attempt ([`LockError::NotReplicated`]) after releasing the grant.
+    pub fn wait_replicas(mut self, replicas: u32) -> Self {
+        self.wait_replicas = replicas;
+        self
+    }
+
+    /// The `WAIT` timeout.
+    pub fn wait_timeout(mut self, timeout: Duration) -> Self {
+        self.wait_timeout = timeout;
+        self
+    }
+
+    /// This client's id, the prefix of its lock tokens (`{id}:{attempt}`). It must be
+    /// unique among the lock's clients; by default it is 128 random bits from the OS.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
+
+    /// The pause gate the lock's operations and renewal task obey (see [`PauseGate`]).
+    /// Each builder starts with a gate of its own; clones of a builder share it, so give
+    /// each client its own gate when they must pause separately.
+    pub fn pause_gate(mut self, gate: PauseGate) -> Self {
+        self.gate = gate;
+        self
+    }
+
+    /// The [`LockConfig`] these settings give, checked.
+    pub fn config(&self) -> Result<LockConfig, LockError> {
+        if !self.allow_pitfall && !is_safe(self.design) {
+            return Err(LockError::PitfallDesign {
+                design: self.design,
+            });
+        }
+        let bad = |m: String| Err(LockError::Config(m));
+        let key = match &self.key {
+            Some(k) if !k.is_empty() => k.clone(),
+            _ => return bad("the lock needs a key: call .key(...)".into()),
+        };
+        let ttl = self.ttl.as_millis();
+        if ttl == 0 || ttl > u64::MAX as u128 / 2 {
+            return bad(format!("ttl must be at least 1 ms, got {:?}", self.ttl));
+        }
+        let n = self.nodes.len();
+        if n == 0 {
+            return bad("the lock needs a node: call .node(\"redis://...\")".into());
+        }
+        if self.design.multi_master() {
+            if n > 16 {
+                return bad(format!("redlock supports 1 to 16 masters, got {n}"));
+            }
+        } else if n != 1 {
+            return bad(format!(
+                "`{}` runs on one node, got {n} node URLs",
+                self.design
+            ));
+        }
+        if self.timeouts.command.is_zero() || self.timeouts.connect.is_zero() {
+            return bad("timeouts must be positive".into());
+        }
+        let mut cfg = LockConfig::new(self.design, key, ttl as u64);
+        cfg.masters = n;
+        if let Some(f) = self.drift_factor {
+            if !(0.0..1.0).contains(&f) {
+                return bad(format!("drift factor must be in [0, 1), got {f}"));
+            }
+            cfg.drift_ppm = (f * 1_000_000.0).round() as u64;
+        }
+        if let Some(d) = self.drift_fixed {
+            cfg.drift_ms = d.as_millis() as u64;
+        }
+        if cfg.drift() >= cfg.ttl {
+            return bad(format!(
+                "the drift allowance ({} ms) leaves no validity of the {} ms ttl",
+                cfg.drift(),
+                cfg.ttl
+            ));
+        }
+        cfg.fencing = self.fencing;
+        cfg.wait_replicas = self.wait_replicas;
+        cfg.wait_timeout_ms = self.wait_timeout.as_millis() as u64;
+        Ok(cfg)
+    }
+
+    /// Check the settings and connect.
+    ///
+    /// A single-node lock connects now and fails with the node's error
+    /// ([`LockError::Unreachable`], [`LockError::Timeout`]) when it cannot. Redlock
+    /// tries every master in parallel but builds even when some are down: it must run
+    /// with a minority of masters unreachable, which reconnect on later operations.
+    pub async fn build(self) -> Result<Lock, LockError> {
+        let cfg = self.config()?;
+        let nodes = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, url)| Node::new(i, url, self.timeouts).map(Arc::new))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut set = tokio::task::JoinSet::new();
+        for node in &nodes {
+            let node = node.clone();
+            set.spawn(async move { node.connect().await });
+        }
+        while let Some(joined) = set.join_next().await {
+            let result = joined.map_err(|e| LockError::Internal(format!("connect task: {e}")))?;
+            if let Err(e) = result {
+                if !cfg.design.multi_master() {
+                    return Err(e);
+                }
+            }
+        }
+        let rng = match self.seed {
+            Some(seed) => ChaCha8Rng::seed_from_u64(seed),
+            None => ChaCha8Rng::from_rng(&mut rand::rng()),
+        };
+        let client_id = self
+            .client_id
+            .unwrap_or_else(|| format!("{:032x}", rand::random::<u128>()));
+        let policy = RetryPolicy {
+            retries: self.retry_count,
+            delay: self.retry_delay,
+            jitter: self.retry_jitter,
+        };
+        Ok(Lock::new(cfg, nodes, policy, rng, client_id, self.gate))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one() -> LockBuilder {
+        LockBuilder::lua_release()
+            .key("k")
+            .node("redis://127.0.0.1:1")
+    }
+
+    #[test]
+    fn the_plain_builder_refuses_pitfalls() {
+        for d in DesignId::ALL {
+            let r = LockBuilder::new(d)
+                .key("k")
+                .node("redis://127.0.0.1:1")
+                .config();
+            assert_eq!(is_safe(d), r.is_ok(), "{d}");
+            if !is_safe(d) {
+                assert!(matches!(r, Err(LockError::PitfallDesign { .. })));
+            }
+            assert!(LockBuilder::any_design(d)
+                .key("k")
+                .node("redis://127.0.0.1:1")
+                .config()
+                .is_ok());
+        }
+    }
+
+    #[test]
+    fn settings_are_checked() {
+        assert!(one().config().is_ok());
+        assert!(LockBuilder::lua_release()
+            .node("redis://x")
+            .config()
+            .is_err());
+        assert!(LockBuilder::lua_release().key("k").config().is_err());
+        assert!(one().node("redis://127.0.0.1:2").config().is_err());
+        assert!(one().ttl(Duration::ZERO).config().is_err());
+        assert!(one().drift_factor(1.5).config().is_err());
+        let cfg = LockBuilder::redlock()
+            .key("k")
+            .nodes(["redis://a", "redis://b", "redis://c"])
+            .ttl(Duration::from_millis(1000))
+            .fencing(true)
+            .config()
+            .unwrap();
+        assert_eq!((cfg.masters, cfg.drift(), cfg.fencing), (3, 12, true));
+        let cfg = one()
+            .drift_factor(0.1)
+            .drift_fixed(Duration::from_millis(5))
+            .ttl(Duration::from_millis(1000))
+            .config()
+            .unwrap();
+        assert_eq!(cfg.drift(), 105);
+    }
+}

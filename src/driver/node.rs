@@ -1,0 +1,304 @@
+//! One Redis node: a redis-rs connection with timeouts set on purpose, and the
+//! translation between locklab's [`Command`]/[`Reply`] and real Redis commands.
+//!
+//! The harness replays model traces command by command through [`Node::execute`], so
+//! this is the one place where locklab's commands meet the wire.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError, Value};
+
+use super::error::{LockError, Redacted};
+use crate::command::{Command, Reply};
+use crate::script::Script;
+
+/// How long a node may take. redis-rs would otherwise wait 500 ms for a response
+/// (and its own default for connecting); both are set here on purpose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeTimeouts {
+    /// Establishing a connection.
+    pub connect: Duration,
+    /// One command, from sending it to its reply (an `EVALSHA` that needs a
+    /// `SCRIPT LOAD` and a second `EVALSHA` counts as one command).
+    pub command: Duration,
+}
+
+impl Default for NodeTimeouts {
+    fn default() -> Self {
+        NodeTimeouts {
+            connect: Duration::from_millis(1000),
+            command: Duration::from_millis(250),
+        }
+    }
+}
+
+/// One Redis node, connected lazily and reconnected after a connection error.
+///
+/// Cheap to share behind an `Arc`; commands on one node are multiplexed on one
+/// connection.
+pub struct Node {
+    index: usize,
+    url: String,
+    shown: String,
+    client: Client,
+    timeouts: NodeTimeouts,
+    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("index", &self.index)
+            .field("url", &self.shown)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// The redis-rs script objects, one per locklab script (EVALSHA with a NOSCRIPT
+/// fallback to SCRIPT LOAD is redis-rs' own).
+fn redis_script(script: Script) -> &'static redis::Script {
+    static SCRIPTS: OnceLock<Vec<redis::Script>> = OnceLock::new();
+    let all = SCRIPTS.get_or_init(|| {
+        Script::ALL
+            .iter()
+            .map(|s| redis::Script::new(s.lua()))
+            .collect()
+    });
+    let i = Script::ALL
+        .iter()
+        .position(|s| *s == script)
+        .expect("every script is in Script::ALL");
+    &all[i]
+}
+
+impl Node {
+    /// A node at `url` (e.g. `redis://127.0.0.1:6379`), known as node `index` in errors.
+    /// Does not connect: the first command does (see [`Node::connect`]).
+    pub fn new(index: usize, url: &str, timeouts: NodeTimeouts) -> Result<Node, LockError> {
+        let shown = Redacted(url).to_string();
+        let client = Client::open(url).map_err(|source| LockError::InvalidUrl {
+            node: index,
+            url: shown.clone(),
+            source,
+        })?;
+        Ok(Node {
+            index,
+            url: url.to_string(),
+            shown,
+            client,
+            timeouts,
+            conn: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// Connect now (if not connected yet), so that an unreachable node shows at once.
+    pub async fn connect(&self) -> Result<(), LockError> {
+        self.connection().await.map(drop)
+    }
+
+    /// The node's index (its position in the builder's node list).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The node's URL as given.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The timeouts in force.
+    pub fn timeouts(&self) -> NodeTimeouts {
+        self.timeouts
+    }
+
+    async fn connection(&self) -> Result<MultiplexedConnection, LockError> {
+        let mut slot = self.conn.lock().await;
+        if let Some(conn) = slot.as_ref() {
+            return Ok(conn.clone());
+        }
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(self.timeouts.connect))
+            .set_response_timeout(Some(self.timeouts.command));
+        let connecting = self
+            .client
+            .get_multiplexed_async_connection_with_config(&config);
+        let conn = match tokio::time::timeout(self.timeouts.connect, connecting).await {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) if e.is_timeout() => {
+                return Err(self.timeout(self.timeouts.connect, "connect"))
+            }
+            Ok(Err(source)) => return Err(self.unreachable(source)),
+            Err(_) => return Err(self.timeout(self.timeouts.connect, "connect")),
+        };
+        *slot = Some(conn.clone());
+        Ok(conn)
+    }
+
+    /// Forget the connection after a connection error; the next command reconnects.
+    async fn disconnect(&self) {
+        *self.conn.lock().await = None;
+    }
+
+    fn timeout(&self, after: Duration, during: &str) -> LockError {
+        LockError::Timeout {
+            node: self.index,
+            url: self.shown.clone(),
+            after,
+            during: during.to_string(),
+        }
+    }
+
+    fn unreachable(&self, source: RedisError) -> LockError {
+        LockError::Unreachable {
+            node: self.index,
+            url: self.shown.clone(),
+            source,
+        }
+    }
+
+    /// Send one of locklab's commands and translate the reply.
+    ///
+    /// A Redis error reply (`WRONGTYPE ...`) is an answer: `Ok(Reply::Error(..))`.
+    /// No answer in time is [`LockError::Timeout`], a refused or dropped connection is
+    /// [`LockError::Unreachable`]; both name this node. `Eval` runs the script by
+    /// `EVALSHA`, loading it on `NOSCRIPT`.
+    pub async fn execute(&self, command: &Command) -> Result<Reply, LockError> {
+        let mut conn = self.connection().await?;
+        let name = command_name(command);
+        let sent = async {
+            match command {
+                Command::Eval { script, keys, args } => {
+                    let script = redis_script(*script);
+                    let mut invocation = script.prepare_invoke();
+                    for key in keys {
+                        invocation.key(key);
+                    }
+                    for arg in args {
+                        invocation.arg(arg);
+                    }
+                    invocation.invoke_async::<Value>(&mut conn).await
+                }
+                other => {
+                    let args = other.args();
+                    let mut cmd = redis::cmd(&args[0]);
+                    for arg in &args[1..] {
+                        cmd.arg(arg);
+                    }
+                    cmd.query_async::<Value>(&mut conn).await
+                }
+            }
+        };
+        let result = match tokio::time::timeout(self.timeouts.command, sent).await {
+            Ok(result) => result,
+            Err(_) => return Err(self.timeout(self.timeouts.command, name)),
+        };
+        match result {
+            Ok(value) => self.reply(value),
+            Err(e) => {
+                if let Some(reply) = server_error(&e) {
+                    return Ok(reply);
+                }
+                if e.is_timeout() {
+                    return Err(self.timeout(self.timeouts.command, name));
+                }
+                if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
+                    self.disconnect().await;
+                }
+                Err(self.unreachable(e))
+            }
+        }
+    }
+
+    fn reply(&self, value: Value) -> Result<Reply, LockError> {
+        value_to_reply(value).map_err(|reply| LockError::UnexpectedReply {
+            node: self.index,
+            url: self.shown.clone(),
+            reply,
+        })
+    }
+}
+
+/// The command's name, for timeout errors.
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::SetNx { .. } => "SETNX",
+        Command::SetNxPx { .. } => "SET",
+        Command::Get { .. } => "GET",
+        Command::GetSet { .. } => "GETSET",
+        Command::Del { .. } => "DEL",
+        Command::PExpire { .. } => "PEXPIRE",
+        Command::Incr { .. } => "INCR",
+        Command::Eval { .. } => "EVALSHA",
+        Command::Wait { .. } => "WAIT",
+    }
+}
+
+/// A Redis error reply, as locklab's `Reply::Error("CODE detail")`.
+fn server_error(e: &RedisError) -> Option<Reply> {
+    let code = e.code()?;
+    Some(Reply::Error(match e.detail() {
+        Some(detail) if !detail.is_empty() => format!("{code} {detail}"),
+        _ => code.to_string(),
+    }))
+}
+
+/// redis-rs' value as locklab's reply; `Err` with the value printed when no lock command
+/// returns such a thing.
+pub(crate) fn value_to_reply(value: Value) -> Result<Reply, String> {
+    Ok(match value {
+        Value::Nil => Reply::Nil,
+        Value::Okay => Reply::Ok,
+        Value::SimpleString(s) if s == "OK" => Reply::Ok,
+        Value::SimpleString(s) => Reply::Bulk(s),
+        Value::Int(i) => Reply::Int(i),
+        Value::BulkString(bytes) => Reply::Bulk(String::from_utf8_lossy(&bytes).into_owned()),
+        Value::VerbatimString { text, .. } => Reply::Bulk(text),
+        Value::Boolean(b) => Reply::Int(b as i64),
+        Value::ServerError(e) => Reply::Error(match e.details() {
+            Some(detail) if !detail.is_empty() => format!("{} {detail}", e.code()),
+            _ => e.code().to_string(),
+        }),
+        other => return Err(format!("{other:?}")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_map_to_replies() {
+        assert_eq!(value_to_reply(Value::Nil), Ok(Reply::Nil));
+        assert_eq!(value_to_reply(Value::Okay), Ok(Reply::Ok));
+        assert_eq!(
+            value_to_reply(Value::SimpleString("OK".into())),
+            Ok(Reply::Ok)
+        );
+        assert_eq!(
+            value_to_reply(Value::SimpleString("PONG".into())),
+            Ok(Reply::Bulk("PONG".into()))
+        );
+        assert_eq!(value_to_reply(Value::Int(-2)), Ok(Reply::Int(-2)));
+        assert_eq!(
+            value_to_reply(Value::BulkString(b"tok".to_vec())),
+            Ok(Reply::Bulk("tok".into()))
+        );
+        assert!(value_to_reply(Value::Array(vec![])).is_err());
+    }
+
+    #[test]
+    fn every_script_has_a_redis_script() {
+        for s in Script::ALL {
+            assert_eq!(redis_script(s).get_hash().len(), 40);
+        }
+    }
+
+    #[test]
+    fn a_bad_url_names_the_node() {
+        let e = Node::new(3, "not a url", NodeTimeouts::default()).unwrap_err();
+        assert_eq!(e.node(), Some(3));
+    }
+}

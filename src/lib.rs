@@ -1,0 +1,33 @@
+//! # locklab
+//!
+//! Redis lock designs as sans-IO state machines, and an async driver that runs them on
+//! real Redis servers.
+//!
+//! * [`design`]: the designs offered for use — `lua-release`, `watchdog`, `reentrant`,
+//!   `redlock` — plus the options in [`LockConfig`]: fencing tokens and `WAIT`.
+//! * [`pitfalls`]: the classic broken designs, for teaching and for the model checker.
+//! * [`LockMachine`]: one client's state machine for any design. It takes calls and
+//!   replies, and returns the [`Command`]s to send and the [`Outcome`]s; it never reads a
+//!   clock and never does I/O, so the model checker (crate `locklab-model`) explores
+//!   the very code the driver runs.
+//! * [`driver`]: the tokio + redis-rs runner, with a builder, guards and a watchdog task.
+//! * [`script`]: every Lua script, with the Rust function that states its semantics.
+//! * [`resource`]: the protected resource (a fenced stock counter) shared by the model
+//!   and the harness.
+
+pub mod command;
+pub mod design;
+mod design_id;
+pub mod driver;
+pub mod machine;
+mod options;
+pub mod pitfalls;
+pub mod resource;
+pub mod script;
+
+pub use command::{Command, Reply};
+pub use design_id::{DesignId, Fencing, UnknownDesign};
+pub use machine::{
+    Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, Send, Step,
+};
+pub use script::{Script, ScriptHost};

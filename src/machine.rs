@@ -1,0 +1,478 @@
+//! The sans-IO interface every design implements: calls in (acquire, release, renew, a
+//! reply from node *i*), commands to send and outcomes out.
+//!
+//! A [`LockMachine`] never reads a clock and never does I/O. The caller passes the local
+//! clock reading (`now`, in milliseconds on the caller's clock) with every call, sends the
+//! commands it gets back, and feeds each reply (or the failure to get one) back in.
+//! At most one command per node is outstanding at a time.
+
+use crate::command::{Command, Reply};
+use crate::design_id::DesignId;
+use crate::{design, options, pitfalls};
+
+/// A local clock reading in milliseconds. Signed: model clocks may jump backwards.
+pub type Millis = i64;
+
+/// Static configuration shared by every client of one lock. Not part of a machine's
+/// state, so machines stay small values the model checker can store by the million.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockConfig {
+    /// Which design.
+    pub design: DesignId,
+    /// The lock key.
+    pub key: String,
+    /// The fencing counter key (used when `fencing` is on).
+    pub fence_key: String,
+    /// Lease time in milliseconds.
+    pub ttl: u64,
+    /// Number of independent masters (Redlock); 1 otherwise.
+    pub masters: usize,
+    /// Clock drift allowance, parts per million of the ttl (Redlock uses 10 000 = 1 %).
+    pub drift_ppm: u64,
+    /// Fixed clock drift allowance in milliseconds (Redlock adds 2 ms).
+    pub drift_ms: u64,
+    /// Take a fencing token (`INCR fence_key` on node 0) with every acquire.
+    pub fencing: bool,
+    /// `WAIT` for this many replicas after acquiring; fewer acks fail the acquire.
+    pub wait_replicas: u32,
+    /// The `WAIT` timeout in milliseconds.
+    pub wait_timeout_ms: u64,
+}
+
+impl LockConfig {
+    /// A configuration with the given design, key and ttl, one master, no options.
+    pub fn new(design: DesignId, key: impl Into<String>, ttl: u64) -> Self {
+        let key = key.into();
+        LockConfig {
+            design,
+            fence_key: format!("{key}:fence"),
+            key,
+            ttl,
+            masters: 1,
+            drift_ppm: if design == DesignId::Redlock {
+                10_000
+            } else {
+                0
+            },
+            drift_ms: if design == DesignId::Redlock { 2 } else { 0 },
+            fencing: false,
+            wait_replicas: 0,
+            wait_timeout_ms: 100,
+        }
+    }
+
+    /// The drift allowance subtracted from every validity, in milliseconds.
+    pub fn drift(&self) -> u64 {
+        self.ttl * self.drift_ppm / 1_000_000 + self.drift_ms
+    }
+
+    /// Local time at which a lease started at `started` must be considered lost.
+    pub fn lease_end(&self, started: Millis) -> Millis {
+        started + self.ttl as Millis - self.drift() as Millis
+    }
+
+    /// How often a renewing design renews: every ttl/3, as Redisson's watchdog.
+    pub fn renew_interval(&self) -> u64 {
+        (self.ttl / 3).max(1)
+    }
+}
+
+/// A command for one node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Send {
+    /// Index of the master the command is for (0 unless Redlock).
+    pub node: usize,
+    /// The command.
+    pub command: Command,
+}
+
+/// A granted lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Grant {
+    /// The value that identifies this holder in Redis (its token or owner field).
+    pub token: String,
+    /// Local time at which the lease must be taken as lost; `None` for a lock without
+    /// expiry (`naive-setnx`).
+    pub lease_end: Option<Millis>,
+    /// The fencing token, when fencing is on.
+    pub fence: Option<u64>,
+    /// How many times the holder holds it (re-entries count, reentrant design only).
+    pub holds: u32,
+}
+
+impl Grant {
+    /// Remaining validity at `now` in milliseconds (`None` without expiry).
+    pub fn validity(&self, now: Millis) -> Option<Millis> {
+        self.lease_end.map(|end| end - now)
+    }
+}
+
+/// Why an acquire did not get the lock.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Denied {
+    /// Somebody else holds it; `pttl` is the holder's remaining time when Redis said so.
+    Held { pttl: Option<i64> },
+    /// Redlock: fewer than a majority of masters granted it, or the validity left was
+    /// not positive; partial grants were released.
+    NoQuorum { granted: usize },
+    /// `WAIT` saw fewer replicas than required; the grant was released.
+    NotReplicated { acks: i64 },
+    /// A node did not answer (timeout, connection error); the lock may or may not have
+    /// been taken and is left to expire.
+    Unavailable { node: usize },
+}
+
+/// What a call or a reply led to.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The lock is held (also after a re-entry).
+    Acquired(Grant),
+    /// The acquire failed.
+    Denied(Denied),
+    /// The release went through; `holds_left` is non-zero after a reentrant partial unlock.
+    Released { holds_left: u32 },
+    /// The release or renewal found the lock no longer ours (expired, or taken).
+    NotHeld,
+    /// The lease was extended; the new local lease end.
+    Extended { lease_end: Millis },
+    /// A renewal or release could not reach a node; the lock state is unknown.
+    Unavailable { node: usize },
+}
+
+/// The result of one call: commands to send now, and possibly an outcome.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    /// Commands to send, at most one per node.
+    pub sends: Vec<Send>,
+    /// The outcome, when the operation finished.
+    pub outcome: Option<Outcome>,
+}
+
+impl Step {
+    /// Send one command to node 0.
+    pub fn send(command: Command) -> Self {
+        Step::send_to(0, command)
+    }
+    /// Send one command to a node.
+    pub fn send_to(node: usize, command: Command) -> Self {
+        Step {
+            sends: vec![Send { node, command }],
+            outcome: None,
+        }
+    }
+    /// Finish with an outcome.
+    pub fn done(outcome: Outcome) -> Self {
+        Step {
+            sends: Vec::new(),
+            outcome: Some(outcome),
+        }
+    }
+}
+
+/// A reply as the machine sees it: Redis answered, or the command failed without an
+/// answer (timeout, connection refused, partition).
+pub type Answer = Result<Reply, NoAnswer>;
+
+/// The command got no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct NoAnswer;
+
+/// The operations every design implements (one module per design under
+/// [`crate::design`] and [`crate::pitfalls`]).
+pub(crate) trait Protocol {
+    fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step;
+    fn release(&mut self, cfg: &LockConfig, now: Millis) -> Step;
+    /// Extend the lease; designs without a renewal command refuse with `NotHeld`.
+    fn renew(&mut self, cfg: &LockConfig, now: Millis) -> Step;
+    fn on_answer(&mut self, cfg: &LockConfig, node: usize, answer: Answer, now: Millis) -> Step;
+    /// Whether an operation is in flight.
+    fn busy(&self) -> bool;
+    /// The current grant, if held.
+    fn grant(&self) -> Option<&Grant>;
+}
+
+/// Where a single-node design is in its protocol; shared by the designs' modules.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) enum Phase {
+    #[default]
+    Idle,
+    /// An acquire is in flight; `step` counts its commands, `seen` is a value read on
+    /// the way (getset-timestamp), `holds` the holds before a re-entry.
+    Acquiring {
+        token: String,
+        started: Millis,
+        step: u8,
+        seen: Option<String>,
+        holds: u32,
+    },
+    Held(Grant),
+    Releasing {
+        grant: Grant,
+        step: u8,
+    },
+    Renewing {
+        grant: Grant,
+        started: Millis,
+    },
+}
+
+impl Phase {
+    pub(crate) fn acquiring(token: &str, started: Millis) -> Phase {
+        Phase::Acquiring {
+            token: token.to_string(),
+            started,
+            step: 0,
+            seen: None,
+            holds: 0,
+        }
+    }
+
+    pub(crate) fn busy(&self) -> bool {
+        !matches!(self, Phase::Idle | Phase::Held(_))
+    }
+
+    pub(crate) fn grant(&self) -> Option<&Grant> {
+        match self {
+            Phase::Held(g) => Some(g),
+            _ => None,
+        }
+    }
+
+    /// Enter `Held` with a fresh grant and report it.
+    pub(crate) fn hold(&mut self, token: String, lease_end: Option<Millis>, holds: u32) -> Step {
+        let grant = Grant {
+            token,
+            lease_end,
+            fence: None,
+            holds,
+        };
+        *self = Phase::Held(grant.clone());
+        Step::done(Outcome::Acquired(grant))
+    }
+
+    /// Back to idle with an outcome.
+    pub(crate) fn idle(&mut self, outcome: Outcome) -> Step {
+        *self = Phase::Idle;
+        Step::done(outcome)
+    }
+
+    /// Release: when held, move to `Releasing` and send `command`; otherwise `NotHeld`.
+    pub(crate) fn start_release(&mut self, command: impl FnOnce(&Grant) -> Command) -> Step {
+        match std::mem::take(self) {
+            Phase::Held(grant) => {
+                let step = Step::send(command(&grant));
+                *self = Phase::Releasing { grant, step: 0 };
+                step
+            }
+            other => {
+                *self = other;
+                Step::done(Outcome::NotHeld)
+            }
+        }
+    }
+
+    /// Renew: when held, move to `Renewing` and send `command`; otherwise `NotHeld`.
+    pub(crate) fn start_renew(
+        &mut self,
+        now: Millis,
+        command: impl FnOnce(&Grant) -> Command,
+    ) -> Step {
+        match std::mem::take(self) {
+            Phase::Held(grant) => {
+                let step = Step::send(command(&grant));
+                *self = Phase::Renewing {
+                    grant,
+                    started: now,
+                };
+                step
+            }
+            other => {
+                *self = other;
+                Step::done(Outcome::NotHeld)
+            }
+        }
+    }
+
+    /// The answer to a renewal whose success is `Int(1)`.
+    pub(crate) fn finish_renew(&mut self, cfg: &LockConfig, answer: Answer) -> Step {
+        let Phase::Renewing { grant, started } = std::mem::take(self) else {
+            return Step::default();
+        };
+        match answer {
+            Ok(Reply::Int(1)) => {
+                let lease_end = cfg.lease_end(started);
+                *self = Phase::Held(Grant {
+                    lease_end: Some(lease_end),
+                    ..grant
+                });
+                Step::done(Outcome::Extended { lease_end })
+            }
+            Ok(_) => self.idle(Outcome::NotHeld),
+            // No answer: we may still hold it; keep the old lease, which runs out by itself.
+            Err(NoAnswer) => {
+                *self = Phase::Held(grant);
+                Step::done(Outcome::Unavailable { node: 0 })
+            }
+        }
+    }
+
+    /// The answer to a one-command release whose reply counts deleted keys.
+    pub(crate) fn finish_release(&mut self, answer: Answer) -> Step {
+        match answer {
+            Ok(Reply::Int(n)) if n >= 1 => self.idle(Outcome::Released { holds_left: 0 }),
+            Ok(_) => self.idle(Outcome::NotHeld),
+            Err(NoAnswer) => self.idle(Outcome::Unavailable { node: 0 }),
+        }
+    }
+}
+
+/// Designs without a renewal command refuse `renew` with `NotHeld` and change nothing.
+pub(crate) fn no_renewal() -> Step {
+    Step::done(Outcome::NotHeld)
+}
+
+/// One client's lock state machine, for any design: the value the driver runs on real
+/// connections and the model stores in its states.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockMachine {
+    core: Core,
+    options: options::Options,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Core {
+    NaiveSetnx(pitfalls::NaiveSetnx),
+    SetnxExpire(pitfalls::SetnxExpire),
+    GetsetTimestamp(pitfalls::GetsetTimestamp),
+    SetPxDel(pitfalls::SetPxDel),
+    SetPxGetDel(pitfalls::SetPxGetDel),
+    LuaRelease(design::LuaRelease),
+    Watchdog(design::Watchdog),
+    Reentrant(design::Reentrant),
+    Redlock(design::Redlock),
+}
+
+macro_rules! dispatch {
+    ($core:expr, $p:ident => $body:expr) => {
+        match $core {
+            Core::NaiveSetnx($p) => $body,
+            Core::SetnxExpire($p) => $body,
+            Core::GetsetTimestamp($p) => $body,
+            Core::SetPxDel($p) => $body,
+            Core::SetPxGetDel($p) => $body,
+            Core::LuaRelease($p) => $body,
+            Core::Watchdog($p) => $body,
+            Core::Reentrant($p) => $body,
+            Core::Redlock($p) => $body,
+        }
+    };
+}
+
+impl LockMachine {
+    /// A fresh, idle machine for the configured design.
+    pub fn new(cfg: &LockConfig) -> Self {
+        let core = match cfg.design {
+            DesignId::NaiveSetnx => Core::NaiveSetnx(Default::default()),
+            DesignId::SetnxExpire => Core::SetnxExpire(Default::default()),
+            DesignId::GetsetTimestamp => Core::GetsetTimestamp(Default::default()),
+            DesignId::SetPxDel => Core::SetPxDel(Default::default()),
+            DesignId::SetPxGetDel => Core::SetPxGetDel(Default::default()),
+            DesignId::LuaRelease => Core::LuaRelease(Default::default()),
+            DesignId::Watchdog => Core::Watchdog(Default::default()),
+            DesignId::Reentrant => Core::Reentrant(Default::default()),
+            DesignId::Redlock => Core::Redlock(design::Redlock::new(cfg.masters)),
+        };
+        LockMachine {
+            core,
+            options: Default::default(),
+        }
+    }
+
+    fn core(&mut self) -> &mut dyn Protocol {
+        dispatch!(&mut self.core, p => p as &mut dyn Protocol)
+    }
+
+    fn core_ref(&self) -> &dyn Protocol {
+        dispatch!(&self.core, p => p as &dyn Protocol)
+    }
+
+    /// Start an acquire (or, for the reentrant design while held, a re-entry). `token`
+    /// must be unique to this attempt (the reentrant design keeps its first one).
+    pub fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
+        if self.busy() {
+            return Step::done(Outcome::Denied(Denied::Held { pttl: None }));
+        }
+        let step = self.core().acquire(cfg, now, token);
+        self.after_core(cfg, step)
+    }
+
+    /// Release the lock (one hold of it, for the reentrant design).
+    pub fn release(&mut self, cfg: &LockConfig, now: Millis) -> Step {
+        if self.busy() {
+            return Step::default();
+        }
+        self.core().release(cfg, now)
+    }
+
+    /// Extend the lease by the ttl, if still ours (the watchdog's renewal; `extend`).
+    pub fn renew(&mut self, cfg: &LockConfig, now: Millis) -> Step {
+        if self.busy() {
+            return Step::default();
+        }
+        self.core().renew(cfg, now)
+    }
+
+    /// Feed the answer to the command outstanding on `node`.
+    pub fn on_answer(
+        &mut self,
+        cfg: &LockConfig,
+        node: usize,
+        answer: Answer,
+        now: Millis,
+    ) -> Step {
+        if self.options.busy() {
+            let (step, release) = self.options.on_answer(cfg, answer);
+            if release {
+                let step = self.core().release(cfg, now);
+                return self.after_core(cfg, step);
+            }
+            return step;
+        }
+        let step = self.core().on_answer(cfg, node, answer, now);
+        self.after_core(cfg, step)
+    }
+
+    /// Route a core outcome through the options (WAIT, fencing) before reporting it.
+    fn after_core(&mut self, cfg: &LockConfig, step: Step) -> Step {
+        if self.options.abandoning() {
+            if let Some(outcome) = &step.outcome {
+                return Step::done(self.options.abandoned(outcome));
+            }
+            return step;
+        }
+        match step.outcome {
+            Some(Outcome::Acquired(grant)) => self.options.start(cfg, grant),
+            _ => step,
+        }
+    }
+
+    /// Whether a command is outstanding.
+    pub fn busy(&self) -> bool {
+        self.options.busy() || self.core_ref().busy()
+    }
+
+    /// The grant, once acquired (options such as fencing done).
+    pub fn grant(&self) -> Option<Grant> {
+        if self.options.busy() {
+            return None;
+        }
+        let mut grant = self.core_ref().grant()?.clone();
+        grant.fence = self.options.fence();
+        Some(grant)
+    }
+
+    /// Forget everything (a crashed process comes back without its lock state).
+    pub fn reset(&mut self, cfg: &LockConfig) {
+        *self = LockMachine::new(cfg);
+    }
+}
