@@ -35,8 +35,6 @@ pub struct PropertyOutcome {
     /// The search stopped at `--max-depth` with states left: "holds" is only within
     /// that many steps.
     pub bound: Option<usize>,
-    /// The shortest counterexample, if violated.
-    pub counterexample: Option<Vec<Action>>,
     /// The trace, if violated.
     pub trace: Option<Trace>,
     /// Where the trace was written.
@@ -164,13 +162,13 @@ impl Reporter {
     pub fn run(&self, scenario: &Scenario, options: &SearchOptions) -> Run {
         let model = LockModel::new(scenario);
         let bar = self.terminal.then(|| {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
-                    .expect("a valid template"),
-            );
-            bar.set_prefix(scenario.name.clone());
-            bar.set_message("depth 0");
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
+                        .expect("a valid template"),
+                )
+                .with_prefix(scenario.name.clone())
+                .with_message("depth 0");
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
@@ -240,7 +238,6 @@ pub fn outcome(scenario: &Scenario, run: &Run, options: &SearchOptions) -> Scena
                 expected,
                 found,
                 bound,
-                counterexample,
                 trace,
                 trace_path: None,
             }
@@ -310,7 +307,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let code = exit_code(&outcomes);
     if let Some(path) = &args.json {
         let json = output::json(&outcomes, code);
-        write_file(path, &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"))?;
+        write_file(
+            path,
+            &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"),
+        )?;
     }
     if let Some(path) = &args.junit {
         write_file(path, &junit::render(&outcomes))?;
@@ -320,9 +320,9 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
 
 /// 0 when every verdict matches, else 1.
 pub fn exit_code(outcomes: &[ScenarioOutcome]) -> i32 {
-    let all_match = outcomes.iter().all(|o| {
-        o.error().is_none() && o.properties.iter().all(|p| p.status() == Status::Match)
-    });
+    let all_match = outcomes
+        .iter()
+        .all(|o| o.error().is_none() && o.properties.iter().all(|p| p.status() == Status::Match));
     if all_match {
         0
     } else {

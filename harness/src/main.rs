@@ -1,1 +1,80 @@
-fn main() {}
+//! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
+
+mod check;
+mod cli;
+mod explain;
+mod junit;
+mod output;
+mod table;
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+/// Why a command could not run: bad input or an environment that cannot run (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// A bad scenario, path or argument: the message says which and where.
+    #[error("{0}")]
+    BadInput(String),
+    /// A file could not be read or written.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        path: String,
+        what: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The subcommand does not exist yet.
+    #[error("not implemented yet: {0}")]
+    NotImplemented(&'static str),
+}
+
+impl Failure {
+    pub fn io(path: &Path, what: &'static str, source: std::io::Error) -> Self {
+        Failure::Io {
+            path: path.display().to_string(),
+            what,
+            source,
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<i32, Failure> {
+    match &cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Explain(args) => explain::run(args),
+        Command::Explore(_) => Err(Failure::NotImplemented(
+            "explore (the stateright Explorer for a scenario)",
+        )),
+        Command::Replay(_) => Err(Failure::NotImplemented(
+            "replay (running counterexamples against real Redis)",
+        )),
+        Command::Chaos(_) => Err(Failure::NotImplemented(
+            "chaos (random faults against real Redis)",
+        )),
+        Command::Report(_) => Err(Failure::NotImplemented("report (regenerating the gallery)")),
+        Command::Bench(_) => Err(Failure::NotImplemented(
+            "bench (lock crate and checker benchmarks)",
+        )),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(Failure::BadInput(line)) => {
+            // As is: `file:line: key `x`: message`, which editors can jump to.
+            eprintln!("{line}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("locklab: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

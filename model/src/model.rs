@@ -293,12 +293,15 @@ impl LockModel {
         }
     }
 
-    /// Whether a running client has a step of its own (not a message delivery, not the
-    /// start of an acquire: clients arrive whenever they like) it must take within
-    /// `max_step_delay` ticks.
+    /// Whether a running client has a step of its own (not a message delivery) it must
+    /// take within `max_step_delay` ticks. Every client starts its first acquire at once;
+    /// a denied client retries whenever it likes (a back-off of any length), which is
+    /// how a retry can land just after a lease expired.
     fn has_pending(&self, s: &State, i: usize) -> bool {
         let c = &s.clients[i];
-        c.running() && (self.op(c).is_some() || self.renew_due(c))
+        let first_attempt =
+            c.phase == Phase::Idle && c.attempts as u32 == self.scenario.clients.attempts;
+        c.running() && (first_attempt || self.op(c).is_some() || self.renew_due(c))
     }
 
     /// Whether a request (or a held reply, or a timeout) is due: every message is
@@ -370,11 +373,13 @@ impl LockModel {
             return false;
         }
         let limit = self.scenario.timing.max_step_delay as u8;
-        let overdue_step = (0..s.clients.len()).any(|i| s.clients[i].waited >= limit && self.has_pending(s, i));
+        let overdue_step =
+            (0..s.clients.len()).any(|i| s.clients[i].waited >= limit && self.has_pending(s, i));
         let overdue_message = s.clients.iter().any(|c| {
             c.phase != Phase::Crashed
                 && c.flights.iter().enumerate().any(|(m, f)| {
-                    f.as_ref().is_some_and(|f| f.age >= limit && self.deliverable(s, c, f, m))
+                    f.as_ref()
+                        .is_some_and(|f| f.age >= limit && self.deliverable(s, c, f, m))
                 })
         });
         !overdue_step && !overdue_message
@@ -384,6 +389,24 @@ impl LockModel {
         let pending: Vec<bool> = (0..s.clients.len())
             .map(|i| self.has_pending(s, i))
             .collect();
+        let due: Vec<Vec<bool>> = s
+            .clients
+            .iter()
+            .map(|c| {
+                c.flights
+                    .iter()
+                    .enumerate()
+                    .map(|(m, f)| f.as_ref().is_some_and(|f| self.deliverable(s, c, f, m)))
+                    .collect()
+            })
+            .collect();
+        for (c, due) in s.clients.iter_mut().zip(due) {
+            for (f, due) in c.flights.iter_mut().zip(due) {
+                if let (Some(f), true) = (f, due) {
+                    f.age = f.age.saturating_add(1);
+                }
+            }
+        }
         s.now += 1;
         for n in 0..s.nodes.len() {
             let clock = self.node_clock(s, n);
@@ -537,7 +560,11 @@ impl LockModel {
     /// Inside the critical section: from the grant until the stock write is done (the
     /// release that follows is outside it).
     pub fn in_critical_section(&self, c: &Client) -> bool {
-        let last = self.program.iter().rposition(|o| *o == Op::Write).unwrap_or(0) as u8;
+        let last = self
+            .program
+            .iter()
+            .rposition(|o| *o == Op::Write)
+            .unwrap_or(0) as u8;
         matches!(c.phase, Phase::Critical { pc, .. } | Phase::Waiting { pc, .. } if pc <= last)
     }
 
@@ -545,7 +572,11 @@ impl LockModel {
     pub fn holds(&self, property: Property, s: &State) -> bool {
         match property {
             Property::MutualExclusion => {
-                s.clients.iter().filter(|c| self.in_critical_section(c)).count() <= 1
+                s.clients
+                    .iter()
+                    .filter(|c| self.in_critical_section(c))
+                    .count()
+                    <= 1
             }
             Property::OwnerOnlyRelease => !s.displaced_other,
             // getset-timestamp keeps its expiry in the value, which every client honours.
@@ -633,6 +664,7 @@ impl Model for LockModel {
         match action {
             Action::Tick => self.tick(&mut s),
             Action::Acquire(c) => {
+                by_client(c, &mut s);
                 let i = c as usize;
                 let token = Self::new_token(&mut s);
                 let now = self.client_clock(&s, i);
@@ -647,11 +679,11 @@ impl Model for LockModel {
                 let f = s.clients[i].flights[m].clone()?;
                 let reply = self.execute(&mut s, i, f.node as usize, &f.command);
                 if s.clients[i].running() {
-                    by_client(c, &mut s);
                     self.answer(&mut s, i, m, Ok(reply));
                 } else {
                     s.clients[i].flights[m] = Some(Flight {
                         held: Some(reply),
+                        age: 0,
                         ..f
                     });
                 }

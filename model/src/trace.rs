@@ -102,6 +102,9 @@ pub struct Snapshot {
     pub down: Vec<String>,
     /// The protected stock counter.
     pub stock: i64,
+    /// Accesses the fenced store rejected so far (stale token).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejected: u32,
     /// What each client is doing (`"idle"`, `"acquiring"`, `"critical section (next: write)"`,
     /// ... with `", paused"` while paused).
     pub clients: Vec<String>,
@@ -116,6 +119,10 @@ pub struct Sent {
     pub node: String,
     /// The command, as redis-cli would type it.
     pub command: String,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One step of a trace.
@@ -346,6 +353,7 @@ pub fn snapshot(model: &LockModel, s: &State) -> Snapshot {
             .map(node_name)
             .collect(),
         stock: s.stock.value,
+        rejected: s.stock.rejected,
         clients: (0..s.clients.len())
             .map(|i| client_status(model, s, i))
             .collect(),
@@ -410,7 +418,12 @@ fn delivered_reply(model: &LockModel, before: &State, c: u8, m: u8) -> Option<St
     let mut paused = before.clone();
     paused.clients.get_mut(c as usize)?.paused = true;
     let next = model.next_state(&paused, Action::Deliver(c, m))?;
-    let flight = next.clients.get(c as usize)?.flights.get(m as usize)?.as_ref()?;
+    let flight = next
+        .clients
+        .get(c as usize)?
+        .flights
+        .get(m as usize)?
+        .as_ref()?;
     flight.held.as_ref().map(|r| r.to_string())
 }
 
@@ -452,11 +465,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             break;
         };
         let sent = new_flights(action, &state, &next);
-        let flight = |c: u8, m: u8| {
-            state.clients[c as usize].flights[m as usize]
-                .as_ref()
-                .map(|f| f.clone())
-        };
+        let flight = |c: u8, m: u8| state.clients[c as usize].flights[m as usize].clone();
         let (command, reply, held) = match action {
             Action::Deliver(c, m) => {
                 let reply = delivered_reply(model, &state, c, m);
@@ -531,7 +540,10 @@ impl Trace {
         self.actions
             .iter()
             .enumerate()
-            .map(|(index, a)| a.decode().map_err(|message| TraceError::Action { index, message }))
+            .map(|(index, a)| {
+                a.decode()
+                    .map_err(|message| TraceError::Action { index, message })
+            })
             .collect()
     }
 
@@ -614,12 +626,46 @@ impl Trace {
             if step.after.keys != last.keys || step.after.down != last.down {
                 let _ = writeln!(out, "            {}", keys_line(&step.after));
             }
-            if step.after.stock != last.stock {
-                let _ = writeln!(out, "            stock {} -> {}", last.stock, step.after.stock);
+            let rejected = step.after.rejected > last.rejected;
+            match step.kind.as_str() {
+                _ if rejected => {
+                    let _ = writeln!(
+                        out,
+                        "            REJECTED by the store: stale fencing token (stock stays {})",
+                        step.after.stock
+                    );
+                }
+                "Read" => {
+                    let _ = writeln!(out, "            stock = {}", step.after.stock);
+                }
+                "Write" => {
+                    let lost = if step.after.stock == last.stock {
+                        " (unchanged: an update is lost or rejected)"
+                    } else {
+                        ""
+                    };
+                    let _ = writeln!(
+                        out,
+                        "            stock {} -> {}{lost}",
+                        last.stock, step.after.stock
+                    );
+                }
+                _ if step.after.stock != last.stock => {
+                    let _ = writeln!(
+                        out,
+                        "            stock {} -> {}",
+                        last.stock, step.after.stock
+                    );
+                }
+                _ => {}
             }
             if !step.broken.is_empty() {
                 let _ = writeln!(out, "            BROKEN: {}", step.broken.join(", "));
-                let _ = writeln!(out, "            clients: {}", step.after.clients.join("; "));
+                let _ = writeln!(
+                    out,
+                    "            clients: {}",
+                    step.after.clients.join("; ")
+                );
             }
             last = &step.after;
         }
@@ -637,12 +683,7 @@ fn skew(s: &Snapshot) -> String {
     if !off {
         return String::new();
     }
-    let list = |v: &[i64]| {
-        v.iter()
-            .map(i64::to_string)
-            .collect::<Vec<_>>()
-            .join(",")
-    };
+    let list = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
     format!(
         "(clients {} nodes {}) ",
         list(&s.client_clocks),
@@ -677,6 +718,86 @@ pub fn keys_line(s: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PAUSE: &str = r#"name = "pause"
+design = "lua-release"
+
+[clients]
+count = 2
+
+[timing]
+ttl = 4
+work = 1
+max_step_delay = 1
+horizon = 10
+
+[faults]
+pauses = 1
+
+[expect]
+mutual_exclusion = "violated"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "violated"
+"#;
+
+    #[test]
+    fn a_held_reply_is_recorded_at_delivery_and_at_receipt() {
+        use Action::*;
+        let scenario = Scenario::parse(PAUSE, "pause.toml").unwrap();
+        let model = LockModel::new(&scenario);
+        let path = [
+            Acquire(0),
+            Pause(0),
+            Deliver(0, 0),
+            Tick,
+            Resume(0),
+            Receive(0, 0),
+        ];
+        let t = build(&model, Property::MutualExclusion, &path);
+        assert_eq!(t.steps.len(), path.len());
+        let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["Acquire", "Pause", "Deliver", "Tick", "Resume", "Receive"]
+        );
+        let actors: Vec<&str> = t.steps.iter().map(|s| s.actor.as_str()).collect();
+        assert_eq!(
+            actors,
+            ["client1", "nemesis", "node1", "clock", "nemesis", "client1"]
+        );
+        let (deliver, receive) = (&t.steps[2], &t.steps[5]);
+        assert_eq!(deliver.command.as_deref(), Some("SET lock t1 NX PX 4"));
+        assert_eq!(deliver.reply.as_deref(), Some("OK"));
+        assert!(deliver.held && deliver.sent.is_empty());
+        assert_eq!(deliver.after.clients[0], "acquiring, paused");
+        assert_eq!(receive.command, deliver.command);
+        assert_eq!(receive.reply.as_deref(), Some("OK"));
+        assert!(!receive.held);
+        assert!(receive.after.clients[0].starts_with("critical section"));
+        let key = t.steps[3].after.keys[0].as_ref().unwrap();
+        assert_eq!((key.owner.as_deref(), key.ttl), (Some("client1"), Some(3)));
+        assert_eq!(key.value, Json::String("t1".into()));
+        let text = t.narrate();
+        assert!(
+            text.contains("SET lock t1 NX PX 4 -> OK (held: client paused)"),
+            "{text}"
+        );
+
+        // JSON round trip, and the embedded scenario is the original one.
+        let back: Trace = serde_json::from_str(&t.to_json_pretty()).unwrap();
+        assert_eq!(back.actions().unwrap(), path);
+        assert_eq!(back.steps, t.steps);
+        assert_eq!(back.scenario().unwrap(), scenario);
+
+        // A path that stops applying ends the trace there.
+        let t = build(
+            &model,
+            Property::MutualExclusion,
+            &[Acquire(0), Receive(0, 0), Tick],
+        );
+        assert_eq!(t.steps.len(), 1);
+    }
 
     #[test]
     fn every_action_round_trips() {

@@ -1,0 +1,152 @@
+//! The `--junit` report of `check`: one testsuite per scenario, one testcase per property.
+//! A mismatch is a `<failure>` whose text is the narrated counterexample (or says that
+//! none exists); a vacuous scenario's properties are `<error>`s. Written by hand.
+
+use std::fmt::Write as _;
+
+use crate::check::{Found, ScenarioOutcome, Status};
+
+/// Escapes text for XML content and attribute values; drops characters XML 1.0 forbids.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn render(outcomes: &[ScenarioOutcome]) -> String {
+    let count = |s: Status| {
+        outcomes
+            .iter()
+            .flat_map(|o| &o.properties)
+            .filter(|p| p.status() == s)
+            .count()
+    };
+    let tests: usize = outcomes.iter().map(|o| o.properties.len()).sum();
+    let time: f64 = outcomes.iter().map(|o| o.seconds).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"locklab check\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" time=\"{time:.3}\">",
+        count(Status::Mismatch),
+        count(Status::Error)
+    );
+    for o in outcomes {
+        let failures = o
+            .properties
+            .iter()
+            .filter(|p| p.status() == Status::Mismatch)
+            .count();
+        let errors = o
+            .properties
+            .iter()
+            .filter(|p| p.status() == Status::Error)
+            .count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{:.3}\">",
+            escape(o.name()),
+            o.properties.len(),
+            o.seconds
+        );
+        let _ = writeln!(out, "    <properties>");
+        for (name, value) in [
+            ("design", o.scenario.design.as_str().to_string()),
+            ("path", o.scenario.path.display().to_string()),
+            ("states", o.states.to_string()),
+            ("unique_states", o.unique_states.to_string()),
+            ("complete", o.complete.to_string()),
+        ] {
+            let _ = writeln!(
+                out,
+                "      <property name=\"{name}\" value=\"{}\"/>",
+                escape(&value)
+            );
+        }
+        let _ = writeln!(out, "    </properties>");
+        for p in &o.properties {
+            let open = format!(
+                "    <testcase classname=\"locklab.{}\" name=\"{}\"",
+                escape(o.name()),
+                p.property
+            );
+            let message = format!("expected {}, found {}", p.expected, p.found_text());
+            match p.status() {
+                Status::Match => {
+                    let _ = writeln!(out, "{open}/>");
+                }
+                Status::Mismatch => {
+                    let (message, text) = match (&p.found, &p.trace) {
+                        (Found::Violated { steps }, Some(trace)) => {
+                            let mut text = trace.narrate();
+                            if let Some(path) = &p.trace_path {
+                                let _ = writeln!(text, "trace: {}", path.display());
+                            }
+                            (format!("{message} in {steps} steps"), text)
+                        }
+                        _ => (
+                            message,
+                            format!(
+                                "no counterexample to {} exists within the bound \
+                                 ({} unique states explored, depth {}{})\n",
+                                p.property,
+                                o.unique_states,
+                                o.depth,
+                                if o.complete {
+                                    ", search complete"
+                                } else {
+                                    ", search incomplete"
+                                }
+                            ),
+                        ),
+                    };
+                    let _ = writeln!(out, "{open}>");
+                    let _ = writeln!(
+                        out,
+                        "      <failure message=\"{}\" type=\"verdict-mismatch\">{}</failure>",
+                        escape(&message),
+                        escape(&text)
+                    );
+                    let _ = writeln!(out, "    </testcase>");
+                }
+                Status::Error => {
+                    let text = o.error().unwrap_or_default();
+                    let _ = writeln!(out, "{open}>");
+                    let _ = writeln!(
+                        out,
+                        "      <error message=\"{}\" type=\"vacuous-scenario\">{}</error>",
+                        escape(&message),
+                        escape(&text)
+                    );
+                    let _ = writeln!(out, "    </testcase>");
+                }
+            }
+        }
+        let _ = writeln!(out, "  </testsuite>");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_markup_and_drops_control_characters() {
+        assert_eq!(
+            escape("a<b>&\"c\" 'd'\u{1b}[1m\n"),
+            "a&lt;b&gt;&amp;&quot;c&quot; &apos;d&apos;[1m\n"
+        );
+    }
+}

@@ -1,0 +1,124 @@
+//! The verdict table `check` prints: one row per scenario and property, plain text.
+
+use std::fmt::Write as _;
+
+use crate::check::{ScenarioOutcome, Status};
+
+const HEADER: [&str; 9] = [
+    "RESULT", "SCENARIO", "PROPERTY", "EXPECTED", "FOUND", "STEPS", "STATES", "UNIQUE", "SECONDS",
+];
+/// Columns aligned to the right (numbers).
+const RIGHT: [bool; 9] = [false, false, false, false, false, true, true, true, true];
+
+fn result_text(status: Status) -> &'static str {
+    match status {
+        Status::Match => "ok",
+        Status::Mismatch => "MISMATCH",
+        Status::Error => "ERROR",
+    }
+}
+
+/// The table, notes for vacuous or bounded scenarios, and a summary.
+pub fn render(outcomes: &[ScenarioOutcome]) -> String {
+    let mut rows: Vec<[String; 9]> = vec![HEADER.map(str::to_string)];
+    for o in outcomes {
+        for (k, p) in o.properties.iter().enumerate() {
+            let first = k == 0;
+            let stat = |v: String| if first { v } else { String::new() };
+            rows.push([
+                result_text(p.status()).to_string(),
+                o.name().to_string(),
+                p.property.to_string(),
+                p.expected.to_string(),
+                p.found_text(),
+                p.steps().map_or("-".to_string(), |s| s.to_string()),
+                stat(o.states.to_string()),
+                stat(o.unique_states.to_string()),
+                stat(format!("{:.2}", o.seconds)),
+            ]);
+        }
+    }
+    let mut widths = [0usize; 9];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = widths[i] - cell.chars().count();
+            if RIGHT[i] {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+
+    let mut notes = String::new();
+    for o in outcomes {
+        if let Some(e) = o.error() {
+            let _ = writeln!(notes, "ERROR {}: {e}", o.name());
+        }
+        if let Some(n) = o.note() {
+            let _ = writeln!(notes, "note {}: {n}", o.name());
+        }
+    }
+    for o in outcomes {
+        for p in &o.properties {
+            if p.status() != Status::Mismatch {
+                continue;
+            }
+            let _ = write!(
+                notes,
+                "MISMATCH {}: {} expected {}, found {}",
+                o.name(),
+                p.property,
+                p.expected,
+                p.found_text()
+            );
+            match (&p.trace_path, p.steps()) {
+                (Some(path), Some(steps)) => {
+                    let _ = writeln!(
+                        notes,
+                        " in {steps} steps; trace {} (locklab explain {})",
+                        path.display(),
+                        o.scenario.path.display()
+                    );
+                }
+                _ => {
+                    let _ = writeln!(notes, "; no counterexample exists within the bound");
+                }
+            }
+        }
+    }
+    if !notes.is_empty() {
+        out.push('\n');
+        out.push_str(&notes);
+    }
+
+    let verdicts: Vec<Status> = outcomes
+        .iter()
+        .flat_map(|o| o.properties.iter().map(|p| p.status()))
+        .collect();
+    let count = |s: Status| verdicts.iter().filter(|&&v| v == s).count();
+    let errors = outcomes.iter().filter(|o| o.error().is_some()).count();
+    let _ = writeln!(
+        out,
+        "\n{} scenarios, {} verdicts: {} match, {} mismatch, {} scenario errors",
+        outcomes.len(),
+        verdicts.len(),
+        count(Status::Match),
+        count(Status::Mismatch),
+        errors
+    );
+    out
+}

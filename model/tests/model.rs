@@ -1,0 +1,145 @@
+//! The model against itself and against stateright's own checker, on small scenarios
+//! written here (the shipped scenarios are checked by `locklab check`).
+
+use locklab_model::model::LockModel;
+use locklab_model::scenario::{Property, Scenario};
+use locklab_model::search::{replay, search, SearchOptions};
+use stateright::{Checker, Model};
+
+fn scenario(name: &str, design: &str, ttl: u32, horizon: u32, faults: &str) -> Scenario {
+    let text = format!(
+        r#"name = "{name}"
+design = "{design}"
+[clients]
+count = 2
+[timing]
+ttl = {ttl}
+work = 1
+max_step_delay = 1
+horizon = {horizon}
+[faults]
+{faults}
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#
+    );
+    Scenario::parse(&text, format!("{name}.toml")).expect("test scenario parses")
+}
+
+fn opts(symmetry: bool, max_depth: Option<usize>) -> SearchOptions {
+    SearchOptions {
+        symmetry,
+        threads: 1,
+        max_depth,
+    }
+}
+
+/// The model holds no lock logic of its own: swapping the Lua compare-and-delete release
+/// for a plain DEL (lua-release -> set-px-del, whose only difference is the release in
+/// src/) flips owner_only_release.
+#[test]
+fn a_release_without_owner_check_flips_the_verdict() {
+    let safe = scenario("mutant", "lua-release", 3, 8, "pauses = 1");
+    let broken = scenario("mutant", "set-px-del", 3, 8, "pauses = 1");
+    let r = search(&LockModel::new(&safe), &opts(true, None), |_| {});
+    assert!(r.purchased);
+    assert!(r.counterexample(Property::OwnerOnlyRelease).is_none());
+    let r = search(&LockModel::new(&broken), &opts(true, None), |_| {});
+    assert!(r.counterexample(Property::OwnerOnlyRelease).is_some());
+}
+
+/// Every counterexample is the shortest: with one step less, the property holds.
+#[test]
+fn counterexamples_are_minimal() {
+    let sc = scenario("minimal", "set-px-del", 3, 8, "pauses = 1");
+    let model = LockModel::new(&sc);
+    let r = search(&model, &opts(true, None), |_| {});
+    let mut seen = 0;
+    for (p, c) in &r.counterexamples {
+        let Some(c) = c else { continue };
+        seen += 1;
+        let states = replay(&model, c).expect("the trace replays on concrete clients");
+        assert!(
+            !model.holds(*p, states.last().unwrap()),
+            "{p} broken at the end"
+        );
+        assert!(
+            states[..states.len() - 1]
+                .iter()
+                .all(|s| model.holds(*p, s)),
+            "{p} only at the end"
+        );
+        let shorter = search(&model, &opts(true, Some(c.len() - 1)), |_| {});
+        assert!(
+            shorter.counterexample(*p).is_none(),
+            "{p}: no trace of {} steps",
+            c.len() - 1
+        );
+    }
+    assert!(
+        seen >= 2,
+        "set-px-del with a pause breaks at least two properties"
+    );
+}
+
+/// Symmetry reduction changes the number of states, never a verdict or a trace length.
+#[test]
+fn symmetry_keeps_verdicts_and_lengths() {
+    for sc in [
+        scenario("sym", "set-px-get-del", 3, 8, "pauses = 1"),
+        scenario("sym", "naive-setnx", 4, 8, "crashes = 1"),
+    ] {
+        let model = LockModel::new(&sc);
+        let a = search(&model, &opts(true, None), |_| {});
+        let b = search(&model, &opts(false, None), |_| {});
+        assert!(a.unique_states < b.unique_states);
+        for p in Property::ALL {
+            assert_eq!(
+                a.counterexample(p).map(|c| c.len()),
+                b.counterexample(p).map(|c| c.len()),
+                "{p}"
+            );
+        }
+    }
+}
+
+/// Our breadth-first search agrees with stateright's own checker on which properties
+/// are violated.
+#[test]
+fn agrees_with_stateright_bfs() {
+    let sc = scenario("agree", "setnx-expire", 3, 7, "crashes = 1");
+    let model = LockModel::new(&sc);
+    let ours = search(&model, &opts(false, None), |_| {});
+    let checker = LockModel::new(&sc).checker().spawn_bfs().join();
+    for p in Property::ALL {
+        let theirs = checker.discovery(p.as_str()).is_some();
+        assert_eq!(ours.counterexample(p).is_some(), theirs, "{p}");
+    }
+    assert!(checker.unique_state_count() > 0);
+}
+
+/// Two threads find the same verdicts and trace lengths as one.
+#[test]
+fn threads_agree() {
+    let sc = scenario("threads", "lua-release", 3, 8, "pauses = 1");
+    let model = LockModel::new(&sc);
+    let one = search(&model, &opts(true, None), |_| {});
+    let two = search(
+        &model,
+        &SearchOptions {
+            threads: 2,
+            ..opts(true, None)
+        },
+        |_| {},
+    );
+    assert_eq!(one.unique_states, two.unique_states);
+    for p in Property::ALL {
+        assert_eq!(
+            one.counterexample(p).map(|c| c.len()),
+            two.counterexample(p).map(|c| c.len())
+        );
+    }
+}
