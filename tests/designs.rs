@@ -619,7 +619,10 @@ async fn wait_for_a_present_replica_succeeds() {
         .node(&url)
         .ttl(ms(TTL))
         .wait_replicas(1)
-        .wait_timeout(ms(1000))
+        // WAIT blocks up to its timeout: the per-command timeout must exceed it, with
+        // room for a loaded machine.
+        .wait_timeout(ms(500))
+        .command_timeout(ms(2000))
         .fencing(true)
         .build()
         .await
