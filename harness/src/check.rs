@@ -295,14 +295,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Scenario>, Failure> {
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let scenarios = load(&args.paths)?;
     let options = search_options(&args.search);
-    let reporter = Reporter::new();
-    let mut outcomes = Vec::with_capacity(scenarios.len());
-    for scenario in &scenarios {
-        let run = reporter.run(scenario, &options);
-        let mut o = outcome(scenario, &run, &options);
-        write_traces(&mut o, &args.reports)?;
-        outcomes.push(o);
-    }
+    let outcomes = check_all(&scenarios, &options, &args.reports)?;
     print!("{}", table::render(&outcomes));
     let code = exit_code(&outcomes);
     if let Some(path) = &args.json {
@@ -316,6 +309,24 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         write_file(path, &junit::render(&outcomes))?;
     }
     Ok(code)
+}
+
+/// Checks each scenario with progress on stderr and writes its traces to
+/// `reports/traces/` (shared by `check` and `report`).
+pub fn check_all(
+    scenarios: &[Scenario],
+    options: &SearchOptions,
+    reports: &Path,
+) -> Result<Vec<ScenarioOutcome>, Failure> {
+    let reporter = Reporter::new();
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        let run = reporter.run(scenario, options);
+        let mut o = outcome(scenario, &run, options);
+        write_traces(&mut o, reports)?;
+        outcomes.push(o);
+    }
+    Ok(outcomes)
 }
 
 /// 0 when every verdict matches, else 1.

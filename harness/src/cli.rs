@@ -114,9 +114,14 @@ pub struct ChaosArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Output directory.
+    /// Scenario files or directories of them [default: scenarios/].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Output directory (traces go to DIR/traces/, replays are read from DIR/replays/).
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub out: PathBuf,
+    #[command(flatten)]
+    pub search: SearchArgs,
 }
 
 #[derive(Debug, Args)]

@@ -1,14 +1,15 @@
-//! `locklab explain SCENARIO`: the narrated shortest counterexample of each violated
-//! property.
+//! `locklab explain SCENARIO`: the shortest counterexample of each violated property,
+//! narrated step by step, drawn as a text sequence diagram, and closed by the fix.
 
 use std::path::PathBuf;
 
 use locklab_model::scenario::{Property, Scenario, DEFAULT_DIR};
-use locklab_model::trace;
+use locklab_model::trace::{self, Trace};
 
 use crate::check::{self, search_options, Reporter};
 use crate::cli::ExplainArgs;
-use crate::Failure;
+use crate::fix::{self, Fix};
+use crate::{sequence, Failure};
 
 /// A scenario argument: a file path, or the name of a file in `scenarios/`.
 pub fn resolve(arg: &str) -> Result<Scenario, Failure> {
@@ -35,6 +36,48 @@ pub fn resolve(arg: &str) -> Result<Scenario, Failure> {
     Ok(check::load(&[path])?.remove(0))
 }
 
+/// A counterexample for a learner: the narration, the sequence diagram, and the fix.
+pub fn lesson(t: &Trace) -> String {
+    let mut out = t.narrate();
+    out.push('\n');
+    out.push_str(&sequence::text::render(&sequence::build(t)));
+    if let Some(f) = fix::for_trace(t) {
+        out.push('\n');
+        out.push_str(&fix_text(t, &f));
+    }
+    out
+}
+
+/// `The fix for mutual_exclusion: ...`, wrapped for a terminal.
+pub fn fix_text(t: &Trace, f: &Fix) -> String {
+    let mut out = format!("  The fix for {}: {}.\n", t.property, f.remedy);
+    for line in wrap(f.why, 84) {
+        out.push_str("    ");
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Greedy word wrap.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
     let scenario = resolve(&args.scenario)?;
     let only: Option<Property> = match &args.property {
@@ -57,7 +100,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
                 }
                 shown += 1;
                 let t = trace::build(&run.model, *property, c);
-                print!("{}", t.narrate());
+                print!("{}", lesson(&t));
                 println!("  (expected: {expected})");
             }
             None => {

@@ -3,9 +3,14 @@
 mod check;
 mod cli;
 mod explain;
+mod fix;
 mod junit;
 mod output;
+mod pitfall;
+mod report;
+mod sequence;
 mod table;
+mod xml;
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -56,7 +61,7 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Chaos(_) => Err(Failure::NotImplemented(
             "chaos (random faults against real Redis)",
         )),
-        Command::Report(_) => Err(Failure::NotImplemented("report (regenerating the gallery)")),
+        Command::Report(args) => report::run(args),
         Command::Bench(_) => Err(Failure::NotImplemented(
             "bench (lock crate and checker benchmarks)",
         )),

@@ -1,0 +1,278 @@
+//! The fix for a broken property: which design or option makes it hold, and why.
+//!
+//! One table of (design, property, cause) → text, read by `explain` and by the report.
+//! The cause is the kind of fault in the counterexample, because the same design breaks
+//! the same property for different reasons (a slow holder, a pause, a failover) and
+//! each has a different remedy. A row with no cause or no design is a fallback.
+
+use locklab::{DesignId, Fencing};
+use locklab_model::scenario::Property;
+use locklab_model::trace::Trace;
+
+/// What made the counterexample possible.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    /// No fault: ordinary step delays outlasted the lease.
+    Timing,
+    /// A stop-the-world pause of a client.
+    Pause,
+    /// A client crashed.
+    Crash,
+    /// A master died and a replica was promoted.
+    Failover,
+    /// A node restarted empty.
+    Restart,
+    /// A client-to-node link was cut.
+    Partition,
+    /// A clock jumped.
+    ClockJump,
+}
+
+impl Cause {
+    /// The first fault of the trace, or [`Cause::Timing`] when it has none.
+    pub fn of(trace: &Trace) -> Cause {
+        trace
+            .steps
+            .iter()
+            .find_map(|s| match s.kind.as_str() {
+                "Pause" => Some(Cause::Pause),
+                "Crash" => Some(Cause::Crash),
+                "Failover" => Some(Cause::Failover),
+                "Restart" => Some(Cause::Restart),
+                "Partition" => Some(Cause::Partition),
+                "NodeClockJump" | "ClientClockJump" => Some(Cause::ClockJump),
+                _ => None,
+            })
+            .unwrap_or(Cause::Timing)
+    }
+}
+
+/// A fix: the remedy in a few words, then why it works.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fix {
+    pub remedy: &'static str,
+    pub why: &'static str,
+}
+
+use Cause::*;
+use DesignId::*;
+use Property::*;
+
+/// Design, property, cause, fencing mode; None matches any.
+type Key = (Option<DesignId>, Property, Option<Cause>, Option<Fencing>);
+
+const ATOMIC_EXPIRY: Fix = Fix {
+    remedy: "take the lock and its expiry in one command: SET key token NX PX ttl \
+             (design lua-release)",
+    why: "with SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
+          which the key exists without a time to live; a holder that crashes then leaves \
+          it forever. One SET NX PX command sets value and expiry atomically, so a dead \
+          holder's lock always expires after ttl.",
+};
+
+const COMPARE_AND_DELETE: Fix = Fix {
+    remedy: "release with the Lua compare-and-delete script (design lua-release): delete \
+             the key only if its value is still my token",
+    why: "a plain DEL deletes whatever entry is there, and a GET followed by DEL can see \
+          my token and then delete another client's entry if the lock expired and was \
+          taken in between. The script runs the check and the delete as one atomic step \
+          inside Redis, so a client can only ever remove its own entry.",
+};
+
+const FENCE_ALL: Fix = Fix {
+    remedy: "fencing tokens checked on every access (fencing = \"all\")",
+    why: "a lease cannot stop a holder that outlives it, so make the protected resource \
+          refuse it: each acquire takes an increasing token from INCR, every read and \
+          write carries it, and the store rejects any access older than the newest token \
+          it has seen. The stale holder's read-modify-write is rejected instead of \
+          applied, so no update is lost.",
+};
+
+const LEASE_OUTLIVED: Fix = Fix {
+    remedy: "renew the lease while the critical section runs (design watchdog), or make \
+             the ttl longer than the worst-case critical section, delays included; and \
+             fence the resource (fencing = \"all\") for the cases no ttl covers",
+    why: "the holder was still working when its ttl ran out, so Redis let the next client \
+          in. A watchdog renews the key every ttl/3 (compare-and-pexpire) for as long as \
+          the holder's process runs; a longer ttl only moves the bound. Mutual exclusion \
+          by lease holds only while the holder stays within it.",
+};
+
+const PAUSE_BEYOND_LEASE: Fix = Fix {
+    remedy: "no lock option restores mutual exclusion here; make the resource safe with \
+             fencing tokens on every access (fencing = \"all\")",
+    why: "a stop-the-world pause longer than the ttl stops the holder between any two \
+          instructions, checks and renewals included: when it resumes it cannot know that \
+          its lease ended and another client holds the lock. A watchdog runs inside the \
+          same paused process and stops with it. Only the resource can tell the stale \
+          holder apart, by its older fencing token.",
+};
+
+const FAILOVER_WAIT: Fix = Fix {
+    remedy: "wait for the replica before using the lock: wait_replicas = 1 (WAIT 1 after \
+             acquiring; fewer acks count as a failed acquire)",
+    why: "replication is asynchronous: the master acknowledged the lock, died before \
+          sending it to its replica, and the promoted replica had no lock to refuse the \
+          next client with. With WAIT the acquire succeeds only once the key is on the \
+          replica, so the replica that takes over already holds it. (WAIT does not make \
+          replication synchronous in general: with several replicas, promote one that \
+          acknowledged.)",
+};
+
+const FENCE_SURVIVES_FAILOVER: Fix = Fix {
+    remedy: "take fencing tokens from a counter that never goes back (a store with \
+             synchronous, consensus-based replication), or WAIT for the counter's INCR \
+             to reach the replica as well",
+    why: "the fencing counter lived on the same asynchronously replicated master as the \
+          lock: the failover lost the last INCR, the promoted replica handed out the same \
+          token again, and the store could not tell the two holders apart. Fencing is only \
+          as strong as the monotonicity of its tokens.",
+};
+
+const FENCE_READS_TOO: Fix = Fix {
+    remedy: "fence reads as well as writes (fencing = \"all\")",
+    why: "with only writes checked, the stale holder read the stock, the new holder wrote \
+          with a newer token, and the stale holder's write was rejected only if it came \
+          after; a read-modify-write needs its read fenced too. A fenced read raises the \
+          store's newest token, so the stale holder's later write is rejected and its \
+          decision based on an old value never lands.",
+};
+
+const SERVER_CLOCK: Fix = Fix {
+    remedy: "let Redis keep the time: SET key token NX PX ttl expires the key on the \
+             server's clock (design lua-release)",
+    why: "with GETSET timestamps every client decides by its own clock whether a lock has \
+          expired: a client whose clock runs ahead (or two stealers racing) takes a lock \
+          that is still held. With PX the one server clock decides, and no client \
+          judges another's lease.",
+};
+
+const TOKEN_NOT_TIMESTAMP: Fix = Fix {
+    remedy: "store a unique token per holder instead of a timestamp, and release with the \
+             Lua compare-and-delete (design lua-release)",
+    why: "a timestamp says nothing about who holds the lock: GETSET overwrites the current \
+          entry whoever owns it, and DEL removes it. With a token per acquire and an \
+          atomic compare-and-delete, only the owner can change its own entry.",
+};
+
+const CLOCK_JUMP: Fix = Fix {
+    remedy: "keep clocks from jumping (slewing time sync, no manual changes) and fence the \
+             resource (fencing = \"all\"), since no lock option can see a jump",
+    why: "a lease is measured on a clock: when the node's clock jumps forward the key \
+          expires early, and when a client's clock jumps it misjudges its own lease. The \
+          lock then admits a second holder while the first is still inside; only a check \
+          at the resource (an older fencing token) catches the stale one.",
+};
+
+const REDLOCK_TIMING: Fix = Fix {
+    remedy: "fencing tokens on every access (fencing = \"all\"); for restarts, persist \
+             the lock keys (appendfsync always) or keep a restarted node out for a ttl",
+    why: "Redlock's safety argument assumes bounded pauses and clocks that neither jump \
+          nor drift beyond its drift allowance, and nodes that keep their keys. A pause, \
+          a clock jump or an empty restart breaks that assumption and two clients each \
+          see a quorum; only a check at the resource catches the stale one.",
+};
+
+/// The table, most specific rows first within each property.
+const TABLE: &[(Key, Fix)] = &[
+    // A lock entry with no expiry left behind by a crash.
+    ((None, NoOrphanedLock, None, None), ATOMIC_EXPIRY),
+    // Deleting or overwriting another client's entry.
+    (
+        (Some(GetsetTimestamp), OwnerOnlyRelease, None, None),
+        TOKEN_NOT_TIMESTAMP,
+    ),
+    ((None, OwnerOnlyRelease, None, None), COMPARE_AND_DELETE),
+    // Two holders at once.
+    (
+        (Some(GetsetTimestamp), MutualExclusion, None, None),
+        SERVER_CLOCK,
+    ),
+    (
+        (Some(Redlock), MutualExclusion, None, None),
+        REDLOCK_TIMING,
+    ),
+    ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
+    ((None, MutualExclusion, Some(Pause), None), PAUSE_BEYOND_LEASE),
+    ((None, MutualExclusion, Some(ClockJump), None), CLOCK_JUMP),
+    ((None, MutualExclusion, None, None), LEASE_OUTLIVED),
+    // Lost updates on the protected resource.
+    (
+        (None, ResourceSafety, Some(Failover), Some(Fencing::All)),
+        FENCE_SURVIVES_FAILOVER,
+    ),
+    ((None, ResourceSafety, None, Some(Fencing::Writes)), FENCE_READS_TOO),
+    ((None, ResourceSafety, None, None), FENCE_ALL),
+];
+
+/// The fix for `property` broken under `design` by `cause`, with the scenario's
+/// fencing mode (when tokens are in use, the question is why they did not suffice).
+pub fn fix(design: DesignId, property: Property, cause: Cause, fencing: Fencing) -> Fix {
+    TABLE
+        .iter()
+        .find(|((d, p, c, f), _)| {
+            *p == property
+                && d.is_none_or(|d| d == design)
+                && c.is_none_or(|c| c == cause)
+                && f.is_none_or(|f| f == fencing)
+        })
+        .map(|(_, fix)| *fix)
+        .expect("every property has a fallback row")
+}
+
+/// The fix for the property a trace breaks (design, fencing and cause read from it).
+pub fn for_trace(trace: &Trace) -> Option<Fix> {
+    let design: DesignId = trace.scenario.get("design")?.as_str()?.parse().ok()?;
+    let fencing = match trace.scenario.get("fencing").and_then(|f| f.as_str()) {
+        Some("all") => Fencing::All,
+        Some("writes") => Fencing::Writes,
+        _ => Fencing::Off,
+    };
+    let property = trace.property().ok()?;
+    Some(fix(design, property, Cause::of(trace), fencing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_design_property_and_cause_has_a_fix() {
+        let causes = [
+            Timing, Pause, Crash, Failover, Restart, Partition, ClockJump,
+        ];
+        for d in DesignId::ALL {
+            for p in Property::ALL {
+                for c in causes {
+                    for f in [Fencing::Off, Fencing::Writes, Fencing::All] {
+                        let fix = fix(d, p, c, f);
+                        assert!(!fix.remedy.is_empty() && !fix.why.is_empty());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_cause_selects_the_remedy() {
+        let me = |c| fix(LuaRelease, MutualExclusion, c, Fencing::Off).remedy;
+        assert!(me(Failover).contains("wait_replicas"));
+        assert!(me(Pause).contains("fencing"));
+        assert!(me(Timing).contains("watchdog"));
+        assert!(fix(SetPxGetDel, OwnerOnlyRelease, Timing, Fencing::Off)
+            .remedy
+            .contains("compare-and-delete"));
+        assert!(fix(NaiveSetnx, NoOrphanedLock, Crash, Fencing::Off)
+            .remedy
+            .contains("SET key token NX PX"));
+        assert!(fix(LuaRelease, ResourceSafety, Pause, Fencing::Writes)
+            .remedy
+            .contains("fence reads"));
+        assert!(fix(LuaRelease, ResourceSafety, Failover, Fencing::All)
+            .remedy
+            .contains("never goes back"));
+        assert!(fix(LuaRelease, ResourceSafety, Pause, Fencing::Off)
+            .remedy
+            .contains("fencing = \"all\""));
+    }
+}

@@ -1,0 +1,280 @@
+//! `locklab report`: model-check the scenarios and regenerate the gallery.
+//!
+//! Writes, under `--out` (default `reports/`):
+//! - `traces/<scenario>.<property>.json`, exactly as `check` writes them;
+//! - `index.html` and `index.md`: the verdict matrix (designs × properties, each cell a
+//!   colour *and* a symbol, expected against found) and the list of scenarios;
+//! - `scenarios/<name>.html` and `.md`: the pitfall in plain words with the seed-article
+//!   pattern it comes from, the settings, the verdicts, and per violated property the
+//!   counterexample as an SVG sequence diagram (inline in HTML; `<name>.<property>.svg`
+//!   beside the Markdown), the real replay timeline when `replays/<name>.<property>.json`
+//!   exists, and the fix.
+//!
+//! Pages depend only on the scenarios, the model and the replay files: no timestamps,
+//! no timings, no state counts, so regenerating changes nothing. `replays/` and
+//! `bench*.md` are never written here.
+
+mod html;
+mod markdown;
+pub mod replay;
+
+use std::fs;
+use std::path::Path;
+
+use locklab_model::scenario::{Expectation, Property, Scenario};
+
+use crate::check::{self, search_options, Found, ScenarioOutcome, Status};
+use crate::cli::ReportArgs;
+use crate::fix::{self, Fix};
+use crate::pitfall::{self, Pattern};
+use crate::sequence;
+use crate::Failure;
+
+/// One property's verdict on a page or in the matrix.
+pub struct Verdict {
+    pub property: Property,
+    pub expected: Expectation,
+    /// `"holds"`, `"violated"` or `"error"`.
+    pub found: &'static str,
+    pub status: Status,
+    pub steps: Option<usize>,
+}
+
+impl Verdict {
+    /// The symbol that carries the verdict without colour.
+    pub fn symbol(&self) -> &'static str {
+        match self.found {
+            "holds" => "✔",
+            "violated" => "✖",
+            _ => "⚠",
+        }
+    }
+
+    /// `✖ violated in 11 steps`, `✔ holds`, with the expectation when it differs.
+    pub fn text(&self) -> String {
+        let mut t = format!("{} {}", self.symbol(), self.found);
+        if let Some(n) = self.steps {
+            t.push_str(&format!(" in {n} steps"));
+        }
+        match self.status {
+            Status::Match => {}
+            Status::Mismatch => t.push_str(&format!(" — MISMATCH: expected {}", self.expected)),
+            Status::Error => t.push_str(" — ERROR: no client completed"),
+        }
+        t
+    }
+
+    /// A CSS class: the verdict, and `mismatch` when it differs from the expectation.
+    pub fn class(&self) -> String {
+        match self.status {
+            Status::Match => self.found.to_string(),
+            _ => format!("{} mismatch", self.found),
+        }
+    }
+}
+
+/// One violated property's counterexample on a scenario page.
+pub struct Counterexample {
+    pub property: Property,
+    pub steps: usize,
+    /// The step at which the property broke.
+    pub broke_at: usize,
+    /// The last step's words (what broke it).
+    pub breaking_step: String,
+    pub svg: String,
+    /// `<scenario>.<property>.svg`, beside the page.
+    pub svg_file: String,
+    /// The trace, relative to the page.
+    pub trace_link: String,
+    pub replay: Option<replay::Replay>,
+    pub fix: Option<Fix>,
+}
+
+/// A scenario page.
+pub struct Page {
+    pub scenario: Scenario,
+    pub patterns: Vec<Pattern>,
+    /// Setting, value.
+    pub settings: Vec<(&'static str, String)>,
+    pub verdicts: Vec<Verdict>,
+    pub counterexamples: Vec<Counterexample>,
+    pub error: Option<String>,
+}
+
+fn verdicts(o: &ScenarioOutcome) -> Vec<Verdict> {
+    o.properties
+        .iter()
+        .map(|p| Verdict {
+            property: p.property,
+            expected: p.expected,
+            found: p.verdict(),
+            status: p.status(),
+            steps: p.steps(),
+        })
+        .collect()
+}
+
+fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
+    let fencing = match s.fencing {
+        locklab::Fencing::Off => "off",
+        locklab::Fencing::Writes => "writes",
+        locklab::Fencing::All => "all",
+    };
+    let f = &s.faults;
+    let faults: Vec<String> = [
+        ("pause", f.pauses),
+        ("crash", f.crashes),
+        ("failover", f.failovers),
+        ("restart", f.restarts),
+        ("partition", f.partitions),
+        ("clock jump", f.clock_jumps),
+    ]
+    .into_iter()
+    .filter(|(_, n)| *n > 0)
+    .map(|(what, n)| format!("{n} {what}{}", if n > 1 { "s" } else { "" }))
+    .collect();
+    let t = &s.timing;
+    vec![
+        ("design", s.design.as_str().to_string()),
+        ("scenario file", s.path.display().to_string()),
+        (
+            "topology",
+            format!(
+                "{} master(s), {} asynchronous replica(s) each",
+                s.topology.masters, s.topology.replicas
+            ),
+        ),
+        (
+            "clients",
+            format!(
+                "{}, {} acquire attempt(s) each",
+                s.clients.count, s.clients.attempts
+            ),
+        ),
+        (
+            "timing (ticks)",
+            format!(
+                "ttl {}, work {}, max step delay {}, horizon {}; 1 tick = {} ms on real Redis",
+                t.ttl, t.work, t.max_step_delay, t.horizon, t.tick_ms
+            ),
+        ),
+        (
+            "fault budget",
+            if faults.is_empty() {
+                "none".to_string()
+            } else {
+                faults.join(", ")
+            },
+        ),
+        ("fencing", fencing.to_string()),
+        ("wait_replicas", s.wait_replicas.to_string()),
+    ]
+}
+
+fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
+    let name = o.name().to_string();
+    let mut counterexamples = Vec::new();
+    for p in &o.properties {
+        let (Found::Violated { steps }, Some(trace)) = (&p.found, &p.trace) else {
+            continue;
+        };
+        let property = p.property.as_str();
+        let seq = sequence::build(trace);
+        let broke_at = trace
+            .steps
+            .iter()
+            .find(|s| s.broken.iter().any(|b| b == property))
+            .map_or(*steps, |s| s.step);
+        counterexamples.push(Counterexample {
+            property: p.property,
+            steps: *steps,
+            broke_at,
+            breaking_step: trace
+                .steps
+                .get(broke_at.saturating_sub(1))
+                .map(|s| s.action.clone())
+                .unwrap_or_default(),
+            svg: sequence::svg::render(&seq, &format!("{name}.{property}")),
+            svg_file: format!("{name}.{property}.svg"),
+            trace_link: format!("../traces/{name}.{property}.json"),
+            replay: replay::load(reports, &name, property)?,
+            fix: fix::for_trace(trace),
+        });
+    }
+    Ok(Page {
+        scenario: o.scenario.clone(),
+        patterns: pitfall::patterns(&o.scenario),
+        settings: settings(&o.scenario),
+        verdicts: verdicts(o),
+        counterexamples,
+        error: o.error(),
+    })
+}
+
+/// `locklab report`: returns the exit status (as `check`: 1 when a verdict differs
+/// from its expectation; the pages are written either way).
+pub fn run(args: &ReportArgs) -> Result<i32, Failure> {
+    let mut scenarios = check::load(&args.paths)?;
+    // Design order, then name: the matrix groups the designs.
+    scenarios.sort_by(|a, b| (a.design, &a.name).cmp(&(b.design, &b.name)));
+    let options = search_options(&args.search);
+    let outcomes = check::check_all(&scenarios, &options, &args.out)?;
+    let pages = outcomes
+        .iter()
+        .map(|o| page(o, &args.out))
+        .collect::<Result<Vec<_>, _>>()?;
+    write(&args.out, &pages)?;
+    eprintln!(
+        "wrote {} and {} scenario pages",
+        args.out.join("index.html").display(),
+        pages.len()
+    );
+    Ok(check::exit_code(&outcomes))
+}
+
+/// Writes the index and the pages; the scenario directory is rebuilt from scratch so
+/// that a removed scenario leaves no page behind.
+fn write(out: &Path, pages: &[Page]) -> Result<(), Failure> {
+    let dir = out.join("scenarios");
+    if dir.exists() {
+        fs::remove_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot remove", e))?;
+    }
+    check::write_file(&out.join("index.html"), &html::index(pages))?;
+    check::write_file(&out.join("index.md"), &markdown::index(pages))?;
+    for p in pages {
+        let name = &p.scenario.name;
+        check::write_file(&dir.join(format!("{name}.html")), &html::page(p))?;
+        check::write_file(&dir.join(format!("{name}.md")), &markdown::page(p))?;
+        for c in &p.counterexamples {
+            check::write_file(&dir.join(&c.svg_file), &c.svg)?;
+        }
+    }
+    Ok(())
+}
+
+/// The matrix rows: one per scenario, grouped by design.
+pub fn matrix(pages: &[Page]) -> Vec<(&str, &str, &[Verdict])> {
+    pages
+        .iter()
+        .map(|p| {
+            (
+                p.scenario.design.as_str(),
+                p.scenario.name.as_str(),
+                p.verdicts.as_slice(),
+            )
+        })
+        .collect()
+}
+
+/// The legend shared by both index formats.
+pub const LEGEND: &str = "✔ holds: no counterexample exists within the scenario's bounds. \
+    ✖ violated: the model found a counterexample (its length in steps). \
+    ⚠ error: no client ever completed its critical section, so nothing is proven. \
+    A cell marked MISMATCH differs from the scenario's expectation.";
+
+/// What the gallery is, for the top of the index.
+pub const INTRO: &str = "Every scenario below is model-checked: the checker explores every \
+    interleaving of the clients, the Redis nodes, time and the scenario's fault budget, \
+    and reports per property whether it holds or the shortest counterexample that breaks \
+    it. Each scenario page explains the pitfall, draws the counterexample as a sequence \
+    diagram, shows the replay on real Redis when one was recorded, and names the fix.";

@@ -1,0 +1,516 @@
+//! A counterexample as a sequence diagram: clients and Redis nodes are lanes, each trace
+//! step is a row (an arrow for a command or a reply, a mark for a fault or a local step,
+//! a rule for a clock tick), with the clocks and the lock key on every node after it.
+//!
+//! Built from a [`Trace`] alone (the JSON a `check` writes), so a diagram can be drawn
+//! from a trace file without the model; [`text`] draws it for a terminal, [`svg`] for
+//! the report.
+
+pub mod svg;
+pub mod text;
+
+use std::collections::HashMap;
+
+use locklab_model::trace::{KeyState, Snapshot, Trace, TraceStep};
+use serde_json::Value as Json;
+
+/// A participant: a client process or a Redis node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lane {
+    /// `client1`, `node2`.
+    pub name: String,
+    /// A node's role at the start (`master1`, `replica of master1`); empty for clients.
+    pub role: String,
+}
+
+/// What a row shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A client sends commands to nodes (several at once for Redlock).
+    Request { from: usize, to: Vec<usize> },
+    /// A node executes a request and answers; `held` when the client is paused and the
+    /// reply waits in its buffer.
+    Reply { from: usize, to: usize, held: bool },
+    /// A held reply finally reaches the resumed client.
+    HeldReply { from: usize, to: usize },
+    /// A node copies its master's data.
+    Replicate { from: usize, to: usize },
+    /// Something a client does on its own: reads or writes the stock, a timeout.
+    Local { at: usize },
+    /// A fault from the budget, on the lanes it hits.
+    Fault { at: Vec<usize> },
+    /// The end of a fault (a resume, a healed link).
+    Recover { at: Vec<usize> },
+    /// The global clock advances.
+    Tick,
+}
+
+/// One row of the diagram.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The trace step (a follow-up request shares its reply's step).
+    pub step: usize,
+    /// The global clock after the step.
+    pub clock: i64,
+    pub event: Event,
+    /// What happened, in words (`SET lock t1 NX PX 4`, `OK`, `paused (stop-the-world)`).
+    pub label: String,
+    /// After the step: each node's lock key (`t1 client1 ttl 3`, `-`, `down`).
+    pub keys: Vec<String>,
+    /// After the step: the clocks that differ from the global clock (`client2 8`).
+    pub skew: Vec<String>,
+    /// Properties that broke at this step.
+    pub broken: Vec<String>,
+    /// When a property broke: what each client was doing.
+    pub clients: Vec<String>,
+}
+
+/// The diagram of one counterexample.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sequence {
+    /// `lua-release-pause`.
+    pub scenario: String,
+    /// `mutual_exclusion`.
+    pub property: String,
+    /// Clients first, then nodes.
+    pub lanes: Vec<Lane>,
+    pub clients: usize,
+    /// The lock key on each node and the skewed clocks before the first step.
+    pub initial_keys: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+impl Sequence {
+    /// The lane of a node.
+    pub fn node_lane(&self, node: usize) -> usize {
+        self.clients + node
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.lanes.len() - self.clients
+    }
+}
+
+fn number(name: &str, prefix: &str) -> Option<usize> {
+    name.strip_prefix(prefix)?
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(1)
+}
+
+fn scenario_u64(trace: &Trace, table: &str, key: &str) -> Option<u64> {
+    trace.scenario.get(table)?.get(key)?.as_u64()
+}
+
+/// The lock key as a short cell: `t1 client1 ttl 3`, `{t1:1 2} client1 no ttl`.
+pub fn key_text(key: Option<&KeyState>) -> String {
+    let Some(k) = key else {
+        return "-".to_string();
+    };
+    let value = match &k.value {
+        Json::String(s) => s.clone(),
+        Json::Object(fields) => {
+            let inner: Vec<String> = fields.iter().map(|(f, n)| format!("{f}:{n}")).collect();
+            format!("{{{}}}", inner.join(" "))
+        }
+        other => other.to_string(),
+    };
+    let owner = k.owner.as_deref().unwrap_or("?");
+    let ttl = match k.ttl {
+        Some(t) => format!("ttl {t}"),
+        None => "no ttl".to_string(),
+    };
+    format!("{value} {owner} {ttl}")
+}
+
+fn keys_of(s: &Snapshot) -> Vec<String> {
+    s.keys
+        .iter()
+        .enumerate()
+        .map(|(n, k)| {
+            if s.down.contains(&format!("node{}", n + 1)) {
+                "down".to_string()
+            } else {
+                key_text(k.as_ref())
+            }
+        })
+        .collect()
+}
+
+fn skew_of(s: &Snapshot) -> Vec<String> {
+    let clients = s
+        .client_clocks
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (format!("client{}", i + 1), c));
+    let nodes = s
+        .node_clocks
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| (format!("node{}", i + 1), c));
+    clients
+        .chain(nodes)
+        .filter(|(_, c)| *c != s.clock)
+        .map(|(name, c)| format!("{name} {c}"))
+        .collect()
+}
+
+/// Builds the diagram of `trace`.
+pub fn build(trace: &Trace) -> Sequence {
+    let clients = trace.initial.client_clocks.len();
+    let nodes = trace.initial.node_clocks.len();
+    let masters = scenario_u64(trace, "topology", "masters").unwrap_or(1) as usize;
+    let replicas = scenario_u64(trace, "topology", "replicas").unwrap_or(0) as usize;
+    // Nodes are masters first, then each master's replicas in turn.
+    let master_of = |n: usize| (n >= masters && replicas > 0).then(|| (n - masters) / replicas);
+    let mut lanes: Vec<Lane> = (0..clients)
+        .map(|i| Lane {
+            name: format!("client{}", i + 1),
+            role: String::new(),
+        })
+        .collect();
+    lanes.extend((0..nodes).map(|n| Lane {
+        name: format!("node{}", n + 1),
+        role: match master_of(n) {
+            Some(m) => format!("replica of master{}", m + 1),
+            None => format!("master{}", n + 1),
+        },
+    }));
+    // Which node serves each master slot (changes on failover); and where each client's
+    // request to a slot went.
+    let mut serving: Vec<usize> = (0..masters).collect();
+    let mut flights: HashMap<(usize, usize), usize> = HashMap::new();
+    let mut rows = Vec::new();
+    let mut last = &trace.initial;
+    for (k, step) in trace.steps.iter().enumerate() {
+        let action = trace.actions.get(k);
+        let client = action.and_then(|a| a.client).map(usize::from);
+        let master = action.and_then(|a| a.master).map(usize::from);
+        let node = action.and_then(|a| a.node).map(usize::from);
+        let row = |event: Event, label: String| Row {
+            step: step.step,
+            clock: step.after.clock,
+            event,
+            label,
+            keys: keys_of(&step.after),
+            skew: skew_of(&step.after),
+            broken: Vec::new(),
+            clients: Vec::new(),
+        };
+        let mut out: Vec<Row> = Vec::new();
+        let c_lane = client.unwrap_or(0);
+        let slot_node = |m: usize, serving: &[usize]| serving.get(m).copied().unwrap_or(m);
+        match step.kind.as_str() {
+            "Tick" => out.push(row(Event::Tick, format!("t = {}", step.after.clock))),
+            "Deliver" => {
+                let n = number(&step.actor, "node").unwrap_or(0);
+                let command = step.command.clone().unwrap_or_default();
+                let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
+                let label = if step.held {
+                    format!("{command} → {reply} (held: {} paused)", lanes[c_lane].name)
+                } else {
+                    format!("{command} → {reply}")
+                };
+                out.push(row(
+                    Event::Reply {
+                        from: clients + n,
+                        to: c_lane,
+                        held: step.held,
+                    },
+                    label,
+                ));
+                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+            }
+            "Receive" => {
+                let m = master.unwrap_or(0);
+                let n = flights
+                    .get(&(c_lane, m))
+                    .copied()
+                    .unwrap_or_else(|| slot_node(m, &serving));
+                let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
+                out.push(row(
+                    Event::HeldReply {
+                        from: clients + n,
+                        to: c_lane,
+                    },
+                    format!("held reply {reply} arrives"),
+                ));
+                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+            }
+            "Timeout" => {
+                let command = step.command.clone().unwrap_or_default();
+                out.push(row(
+                    Event::Local { at: c_lane },
+                    format!("{command}: no answer (timeout)"),
+                ));
+                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+            }
+            "Read" | "Write" => {
+                let label = if step.after.rejected > last.rejected {
+                    format!(
+                        "{} REJECTED: stale fencing token",
+                        step.kind.to_lowercase()
+                    )
+                } else if step.kind == "Read" {
+                    format!("read stock = {}", step.after.stock)
+                } else if step.after.stock == last.stock {
+                    format!("write stock {} (unchanged)", step.after.stock)
+                } else {
+                    format!("write stock {} → {}", last.stock, step.after.stock)
+                };
+                out.push(row(Event::Local { at: c_lane }, label));
+                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+            }
+            "Acquire" | "Release" | "Renew" | "Reenter" => {
+                let what = match step.kind.as_str() {
+                    "Acquire" => "acquire",
+                    "Release" => "release",
+                    "Renew" => "watchdog renews",
+                    _ => "re-enter",
+                };
+                if step.sent.is_empty() {
+                    out.push(row(Event::Local { at: c_lane }, what.to_string()));
+                } else {
+                    let label = format!("{what}: {}", step.command.clone().unwrap_or_default());
+                    let mut r = request(step, clients, c_lane, &mut flights, &row);
+                    r.label = label;
+                    out.push(r);
+                }
+            }
+            "Replicate" => {
+                let n = node.unwrap_or(0);
+                let from = master_of(n).map_or(n, |m| slot_node(m, &serving));
+                out.push(row(
+                    Event::Replicate {
+                        from: clients + from,
+                        to: clients + n,
+                    },
+                    "replicates".to_string(),
+                ));
+            }
+            "Resume" => out.push(row(
+                Event::Recover { at: vec![c_lane] },
+                "resumes".to_string(),
+            )),
+            "Heal" => out.push(row(
+                Event::Recover {
+                    at: vec![c_lane, clients + slot_node(master.unwrap_or(0), &serving)],
+                },
+                format!("link to master{} healed", master.unwrap_or(0) + 1),
+            )),
+            "Pause" => out.push(row(
+                Event::Fault { at: vec![c_lane] },
+                "FAULT paused (stop-the-world)".to_string(),
+            )),
+            "Crash" => out.push(row(
+                Event::Fault { at: vec![c_lane] },
+                "FAULT crashes".to_string(),
+            )),
+            "Failover" => {
+                let m = master.unwrap_or(0);
+                let old = slot_node(m, &serving);
+                let new = node.unwrap_or(old);
+                if let Some(s) = serving.get_mut(m) {
+                    *s = new;
+                }
+                out.push(row(
+                    Event::Fault {
+                        at: vec![clients + old, clients + new],
+                    },
+                    format!(
+                        "FAULT node{} (master{}) dies, node{} promoted",
+                        old + 1,
+                        m + 1,
+                        new + 1
+                    ),
+                ));
+            }
+            "Restart" => out.push(row(
+                Event::Fault {
+                    at: vec![clients + node.unwrap_or(0)],
+                },
+                "FAULT restarts empty".to_string(),
+            )),
+            "Partition" => {
+                let m = master.unwrap_or(0);
+                out.push(row(
+                    Event::Fault {
+                        at: vec![c_lane, clients + slot_node(m, &serving)],
+                    },
+                    format!("FAULT link to master{} cut", m + 1),
+                ))
+            }
+            "NodeClockJump" => {
+                let n = node.unwrap_or(0);
+                let jump = step.after.node_clocks.get(n).copied().unwrap_or(0)
+                    - last.node_clocks.get(n).copied().unwrap_or(0);
+                out.push(row(
+                    Event::Fault {
+                        at: vec![clients + n],
+                    },
+                    format!("FAULT clock jumps +{jump}"),
+                ));
+            }
+            "ClientClockJump" => {
+                let jump = step.after.client_clocks.get(c_lane).copied().unwrap_or(0)
+                    - last.client_clocks.get(c_lane).copied().unwrap_or(0);
+                out.push(row(
+                    Event::Fault { at: vec![c_lane] },
+                    format!("FAULT clock jumps +{jump}"),
+                ));
+            }
+            _ => out.push(row(Event::Local { at: c_lane }, step.action.clone())),
+        }
+        if let Some(r) = out.last_mut() {
+            r.broken = step.broken.clone();
+            if !r.broken.is_empty() {
+                r.clients = step
+                    .after
+                    .clients
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| format!("client{}: {s}", i + 1))
+                    .collect();
+            }
+        }
+        rows.extend(out);
+        last = &step.after;
+    }
+    Sequence {
+        scenario: trace.scenario_name().to_string(),
+        property: trace.property.clone(),
+        lanes,
+        clients,
+        initial_keys: keys_of(&trace.initial),
+        rows,
+    }
+}
+
+/// The request row of a step that sends, recording where each request went.
+fn request(
+    step: &TraceStep,
+    clients: usize,
+    client: usize,
+    flights: &mut HashMap<(usize, usize), usize>,
+    row: &dyn Fn(Event, String) -> Row,
+) -> Row {
+    let mut to = Vec::new();
+    for s in &step.sent {
+        let n = number(&s.node, "node").unwrap_or(0);
+        if let Some(m) = number(&s.master, "master") {
+            flights.insert((client, m), n);
+        }
+        if !to.contains(&(clients + n)) {
+            to.push(clients + n);
+        }
+    }
+    let label = if step.sent.iter().all(|s| s.command == step.sent[0].command) {
+        step.sent[0].command.clone()
+    } else {
+        step.sent
+            .iter()
+            .map(|s| format!("{}: {}", s.node, s.command))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    row(Event::Request { from: client, to }, label)
+}
+
+/// The requests a reply (or a local step) triggers, as a second row of the same step.
+fn follow_ups(
+    step: &TraceStep,
+    clients: usize,
+    client: usize,
+    flights: &mut HashMap<(usize, usize), usize>,
+    row: &dyn Fn(Event, String) -> Row,
+) -> Option<Row> {
+    (!step.sent.is_empty()).then(|| {
+        let mut r = request(step, clients, client, flights, row);
+        r.label = format!("then {}", r.label);
+        r
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locklab_model::model::{Action, LockModel};
+    use locklab_model::scenario::{Property, Scenario};
+    use locklab_model::trace;
+
+    pub(crate) const PAUSE: &str = r#"name = "pause"
+design = "lua-release"
+
+[clients]
+count = 2
+
+[timing]
+ttl = 4
+work = 1
+max_step_delay = 1
+horizon = 10
+
+[faults]
+pauses = 1
+
+[expect]
+mutual_exclusion = "violated"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "violated"
+"#;
+
+    /// client1 acquires and is paused before its reply arrives; the lease runs out,
+    /// client2 acquires; client1 resumes and gets its held OK: both hold.
+    pub(crate) fn pause_trace() -> Trace {
+        use Action::*;
+        let scenario = Scenario::parse(PAUSE, "pause.toml").unwrap();
+        let model = LockModel::new(&scenario);
+        let mut path = vec![Acquire(0), Pause(0), Deliver(0, 0)];
+        path.extend([Tick; 4]);
+        path.extend([Acquire(1), Deliver(1, 0), Resume(0), Receive(0, 0)]);
+        let t = trace::build(&model, Property::MutualExclusion, &path);
+        assert_eq!(t.steps.len(), path.len(), "the path applies");
+        t
+    }
+
+    #[test]
+    fn rows_follow_the_trace_with_lanes_arrows_and_the_break() {
+        let t = pause_trace();
+        let s = build(&t);
+        let names: Vec<&str> = s.lanes.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["client1", "client2", "node1"]);
+        assert_eq!(s.lanes[2].role, "master1");
+        assert_eq!(s.rows.len(), t.steps.len());
+        assert_eq!(
+            s.rows[0].event,
+            Event::Request {
+                from: 0,
+                to: vec![2]
+            }
+        );
+        assert_eq!(s.rows[0].label, "acquire: SET lock t1 NX PX 4");
+        assert_eq!(s.rows[1].event, Event::Fault { at: vec![0] });
+        assert_eq!(
+            s.rows[2].event,
+            Event::Reply {
+                from: 2,
+                to: 0,
+                held: true
+            }
+        );
+        assert_eq!(s.rows[2].keys, ["t1 client1 ttl 4"]);
+        assert_eq!(s.rows[3].event, Event::Tick);
+        assert_eq!(s.rows[3].keys, ["t1 client1 ttl 3"]);
+        // The key expired at t=4; client2 takes it.
+        assert_eq!(s.rows[6].keys, ["-"]);
+        assert_eq!(s.rows[8].keys, ["t2 client2 ttl 4"]);
+        let last = s.rows.last().unwrap();
+        assert_eq!(last.event, Event::HeldReply { from: 2, to: 0 });
+        assert_eq!(last.broken, ["mutual_exclusion"]);
+        assert!(last.clients[0].starts_with("client1: critical section"));
+        assert!(s.rows[..s.rows.len() - 1]
+            .iter()
+            .all(|r| r.broken.is_empty()));
+    }
+}
