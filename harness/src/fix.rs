@@ -98,6 +98,14 @@ const LEASE_OUTLIVED: Fix = Fix {
           by lease holds only while the holder stays within it.",
 };
 
+const RENEWAL_MARGIN: Fix = Fix {
+    remedy: "give the renewal room: a ttl longer than the renewal interval (ttl/3) plus \
+             the longest a renewal request can take to arrive",
+    why: "the watchdog did renew, but its compare-and-pexpire reached Redis after the key \
+          had already expired, and by then another client had the lock. Renewal keeps a \
+          lease only if each renewal lands before the previous lease ends.",
+};
+
 const PAUSE_BEYOND_LEASE: Fix = Fix {
     remedy: "no lock option restores mutual exclusion here; make the resource safe with \
              fencing tokens on every access (fencing = \"all\")",
@@ -191,6 +199,10 @@ const TABLE: &[(Key, Fix)] = &[
     (
         (Some(Redlock), MutualExclusion, None, None),
         REDLOCK_TIMING,
+    ),
+    (
+        (Some(Watchdog), MutualExclusion, Some(Timing), None),
+        RENEWAL_MARGIN,
     ),
     ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
     ((None, MutualExclusion, Some(Pause), None), PAUSE_BEYOND_LEASE),

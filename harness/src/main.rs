@@ -3,6 +3,7 @@
 mod check;
 mod cli;
 mod explain;
+mod explore;
 mod fix;
 mod junit;
 mod output;
@@ -52,9 +53,7 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
     match &cli.command {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
-        Command::Explore(_) => Err(Failure::NotImplemented(
-            "explore (the stateright Explorer for a scenario)",
-        )),
+        Command::Explore(args) => explore::run(args),
         Command::Replay(_) => Err(Failure::NotImplemented(
             "replay (running counterexamples against real Redis)",
         )),

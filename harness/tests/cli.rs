@@ -1,202 +1,16 @@
 //! The `locklab` binary on small scenario files written here (independent of the
 //! scenario set in `scenarios/`, which is being tuned).
 
-use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
 
+use std::fs;
+
+use common::*;
 use locklab_model::model::LockModel;
 use locklab_model::scenario::{Expectation, Property, Scenario};
-use locklab_model::search::{replay, search, SearchOptions};
+use locklab_model::search::replay;
 use locklab_model::trace;
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_locklab");
-
-/// A slow holder on the correct single-node lock: client1 reads, the ttl runs out
-/// during ordinary step delays, client2 acquires: mutual exclusion is violated.
-fn slow_holder_body(name: &str) -> String {
-    format!(
-        r#"name = "{name}"
-design = "lua-release"
-summary = "a slow holder outlives its lease"
-fencing = false
-
-[topology]
-masters = 1
-replicas = 0
-
-[clients]
-count = 2
-
-[timing]
-ttl = 3
-work = 1
-max_step_delay = 1
-horizon = 8
-
-[faults]
-pauses = 0
-crashes = 0
-"#
-    )
-}
-
-/// naive-setnx whose holder may crash: the lock has no expiry and stays forever.
-fn naive_crash_body(name: &str) -> String {
-    format!(
-        r#"name = "{name}"
-design = "naive-setnx"
-
-[clients]
-count = 2
-
-[timing]
-ttl = 3
-work = 1
-max_step_delay = 1
-horizon = 6
-
-[faults]
-crashes = 1
-"#
-    )
-}
-
-/// A scenario with its `[expect]` table.
-fn with_expect(body: &str, expect: impl Fn(Property) -> Expectation) -> String {
-    let mut text = format!("{body}\n[expect]\n");
-    for p in Property::ALL {
-        text.push_str(&format!("{p} = \"{}\"\n", expect(p)));
-    }
-    text
-}
-
-/// A scenario whose expectations are what the model finds (run here, in-process), so
-/// that these tests do not depend on the model's tuning; and the violated properties.
-struct Calibrated {
-    text: String,
-    violated: Vec<Property>,
-}
-
-impl Calibrated {
-    fn new(name: &str, body: &str) -> Self {
-        let probe = with_expect(body, |_| Expectation::Holds);
-        let scenario = Scenario::parse(&probe, format!("{name}.toml")).unwrap();
-        let result = search(
-            &LockModel::new(&scenario),
-            &SearchOptions::default(),
-            |_| {},
-        );
-        assert!(result.purchased, "{name}: vacuous");
-        let violated: Vec<Property> = Property::ALL
-            .into_iter()
-            .filter(|&p| result.counterexample(p).is_some())
-            .collect();
-        assert!(!violated.is_empty(), "{name}: nothing violated");
-        let text = with_expect(body, |p| expectation(violated.contains(&p)));
-        Calibrated { text, violated }
-    }
-
-    /// The same scenario expecting the opposite for `property`.
-    fn flipped(&self, body: &str, property: Property) -> String {
-        with_expect(body, |p| {
-            expectation(self.violated.contains(&p) != (p == property))
-        })
-    }
-}
-
-fn expectation(violated: bool) -> Expectation {
-    if violated {
-        Expectation::Violated
-    } else {
-        Expectation::Holds
-    }
-}
-
-fn slow_holder(name: &str) -> Calibrated {
-    let c = Calibrated::new(name, &slow_holder_body(name));
-    assert!(c.violated.contains(&Property::MutualExclusion));
-    c
-}
-
-fn naive_crash(name: &str) -> Calibrated {
-    let c = Calibrated::new(name, &naive_crash_body(name));
-    assert!(c.violated.contains(&Property::NoOrphanedLock));
-    c
-}
-
-/// A fresh directory for one test, removed when the test passes.
-struct TempDir(PathBuf);
-
-impl std::ops::Deref for TempDir {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
-fn temp_dir(test: &str) -> TempDir {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "locklab-cli-{}-{}-{test}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::SeqCst)
-    ));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    TempDir(dir)
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(format!("{name}.toml"));
-    fs::write(&path, text).unwrap();
-    path
-}
-
-/// Runs `locklab` in `dir` (so the default `reports/` lands there).
-fn locklab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run locklab")
-}
-
-fn code(out: &Output) -> i32 {
-    out.status.code().expect("exit code")
-}
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8(out.stderr.clone()).unwrap()
-}
-
-fn check_json(dir: &Path, args: &[&str]) -> (Output, Value) {
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--json", "out.json", "--threads", "1"]);
-    let out = locklab(dir, &all);
-    let json = fs::read_to_string(dir.join("out.json"))
-        .unwrap_or_else(|e| panic!("no out.json ({e}); stderr: {}", stderr(&out)));
-    (out, serde_json::from_str(&json).unwrap())
-}
-
-fn property<'a>(json: &'a Value, scenario: usize, property: &str) -> &'a Value {
-    &json["scenarios"][scenario]["properties"][property]
-}
 
 #[test]
 fn bad_file_exits_2_naming_file_key_and_line() {
@@ -327,140 +141,6 @@ fn json_report_has_the_documented_fields() {
     assert!(held["within_steps"].is_null());
 }
 
-/// A minimal well-formedness check: balanced tags, quoted attributes, known entities.
-/// Returns every element name with its attributes, in document order.
-fn parse_xml(xml: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let body = xml
-        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
-        .expect("XML declaration");
-    let mut stack: Vec<String> = Vec::new();
-    let mut elements = Vec::new();
-    let mut rest = body;
-    let check_text = |text: &str| {
-        let mut t = text;
-        while let Some(i) = t.find('&') {
-            let end = t[i..].find(';').expect("entity ends with ;") + i;
-            let entity = &t[i + 1..end];
-            assert!(
-                ["amp", "lt", "gt", "quot", "apos"].contains(&entity),
-                "unknown entity &{entity};"
-            );
-            t = &t[end + 1..];
-        }
-        assert!(!text.contains('>'), "raw > in text: {text}");
-        assert!(
-            !text
-                .chars()
-                .any(|c| c.is_control() && !"\n\t\r".contains(c)),
-            "control character in {text:?}"
-        );
-    };
-    while let Some(open) = rest.find('<') {
-        let text = &rest[..open];
-        check_text(text);
-        if !stack.is_empty() || !text.trim().is_empty() {
-            assert!(!stack.is_empty(), "text outside the root: {text:?}");
-        }
-        let close = rest[open..].find('>').expect("tag ends") + open;
-        let tag = &rest[open + 1..close];
-        rest = &rest[close + 1..];
-        if let Some(name) = tag.strip_prefix('/') {
-            assert_eq!(stack.pop().as_deref(), Some(name), "mismatched </{name}>");
-            if stack.is_empty() {
-                assert!(rest.trim().is_empty(), "content after the root");
-            }
-            continue;
-        }
-        let self_closing = tag.ends_with('/');
-        let tag = tag.trim_end_matches('/');
-        let (name, mut attrs_text) = tag.split_once(' ').unwrap_or((tag, ""));
-        assert!(
-            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'),
-            "bad element name {name:?}"
-        );
-        assert!(
-            !stack.is_empty() || elements.is_empty(),
-            "a second root element <{name}>"
-        );
-        let mut attrs = Vec::new();
-        loop {
-            attrs_text = attrs_text.trim_start();
-            if attrs_text.is_empty() {
-                break;
-            }
-            let (key, after) = attrs_text.split_once("=\"").expect("attribute=\"value\"");
-            let end = after.find('"').expect("closing quote");
-            let value = &after[..end];
-            check_text(value);
-            assert!(!value.contains('<'), "raw < in attribute");
-            attrs.push((key.to_string(), value.to_string()));
-            attrs_text = &after[end + 1..];
-        }
-        elements.push((name.to_string(), attrs));
-        if !self_closing {
-            stack.push(name.to_string());
-        }
-    }
-    assert!(stack.is_empty(), "unclosed: {stack:?}");
-    assert!(rest.trim().is_empty());
-    elements
-}
-
-fn attr<'a>(element: &'a (String, Vec<(String, String)>), key: &str) -> &'a str {
-    &element
-        .1
-        .iter()
-        .find(|(k, _)| k == key)
-        .unwrap_or_else(|| panic!("<{}> lacks {key}", element.0))
-        .1
-}
-
-#[test]
-fn junit_report_is_well_formed_with_one_testcase_per_property() {
-    let dir = temp_dir("junit");
-    let c = slow_holder("wrong");
-    let text = c.flipped(&slow_holder_body("wrong"), Property::MutualExclusion);
-    write(&dir, "wrong", &text);
-    write(&dir, "crash", &naive_crash("crash").text);
-    let out = locklab(
-        &dir,
-        &[
-            "check",
-            "wrong.toml",
-            "crash.toml",
-            "--junit",
-            "out/junit.xml",
-        ],
-    );
-    assert_eq!(code(&out), 1);
-    let xml = fs::read_to_string(dir.join("out/junit.xml")).unwrap();
-    let elements = parse_xml(&xml);
-    let root = &elements[0];
-    assert_eq!(root.0, "testsuites");
-    assert_eq!(attr(root, "tests"), "8");
-    assert_eq!(attr(root, "failures"), "1");
-    assert_eq!(attr(root, "errors"), "0");
-    let suites: Vec<_> = elements.iter().filter(|e| e.0 == "testsuite").collect();
-    assert_eq!(
-        suites.iter().map(|s| attr(s, "name")).collect::<Vec<_>>(),
-        ["wrong", "crash"]
-    );
-    let cases: Vec<_> = elements.iter().filter(|e| e.0 == "testcase").collect();
-    assert_eq!(cases.len(), 8);
-    assert_eq!(attr(cases[0], "classname"), "locklab.wrong");
-    assert_eq!(attr(cases[0], "name"), "mutual_exclusion");
-    let failures: Vec<_> = elements.iter().filter(|e| e.0 == "failure").collect();
-    assert_eq!(failures.len(), 1);
-    assert!(attr(failures[0], "message").starts_with("expected holds, found violated in "));
-    // The failure's text is the narrated counterexample.
-    let start = xml.find("<failure").unwrap();
-    let text = &xml[start..xml.find("</failure>").unwrap()];
-    assert!(text.contains("client1 acquire"), "{text}");
-    assert!(text.contains("SET lock t"), "{text}");
-    assert!(text.contains("NX PX 3 -&gt; OK"), "{text}");
-    assert!(text.contains("BROKEN: mutual_exclusion"), "{text}");
-}
-
 #[test]
 fn traces_load_decode_and_replay_to_the_violation() {
     let dir = temp_dir("trace");
@@ -580,8 +260,7 @@ fn a_scenario_where_nobody_completes_is_an_error() {
         assert_eq!(property(&json, 0, p.as_str())["verdict"], "error");
     }
     let xml = fs::read_to_string(dir.join("junit.xml")).unwrap();
-    let elements = parse_xml(&xml);
-    assert_eq!(elements.iter().filter(|e| e.0 == "error").count(), 4);
+    assert_eq!(parse_xml(&xml).all("error").len(), 4);
 }
 
 #[test]
@@ -628,10 +307,8 @@ fn help_lists_every_subcommand_and_the_rest_are_not_implemented_yet() {
         );
     }
     for args in [
-        &["explore", "x"][..],
-        &["replay", "x.json"],
+        &["replay", "x.json"][..],
         &["chaos", "x", "--seed", "1", "--runs", "2"],
-        &["report"],
         &["bench"],
     ] {
         let out = locklab(&dir, args);

@@ -57,7 +57,7 @@ impl Verdict {
             t.push_str(&format!(" in {n} steps"));
         }
         match self.status {
-            Status::Match => {}
+            Status::Match => t.push_str(" (as expected)"),
             Status::Mismatch => t.push_str(&format!(" — MISMATCH: expected {}", self.expected)),
             Status::Error => t.push_str(" — ERROR: no client completed"),
         }
@@ -270,7 +270,8 @@ pub fn matrix(pages: &[Page]) -> Vec<(&str, &str, &[Verdict])> {
 pub const LEGEND: &str = "✔ holds: no counterexample exists within the scenario's bounds. \
     ✖ violated: the model found a counterexample (its length in steps). \
     ⚠ error: no client ever completed its critical section, so nothing is proven. \
-    A cell marked MISMATCH differs from the scenario's expectation.";
+    "as expected" marks a verdict equal to the scenario's expectation, MISMATCH one \
+    that differs.";
 
 /// What the gallery is, for the top of the index.
 pub const INTRO: &str = "Every scenario below is model-checked: the checker explores every \

@@ -124,7 +124,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
         let kx = keys_x + KEY * n as i64;
         let _ = writeln!(
             out,
-            r#"<text x="{kx}" y="30" font-weight="bold">lock key on {}</text><text x="{kx}" y="45" font-size="10" fill="{MUTED}">value owner ttl, after the step</text>"#,
+            r#"<text x="{kx}" y="30" font-weight="bold">lock key on {}</text><text x="{kx}" y="45" font-size="10" fill="{MUTED}">after the step</text>"#,
             escape(&seq.lanes[seq.node_lane(n)].name)
         );
     }
@@ -220,7 +220,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                     line_y + 6,
                     cx - 6
                 );
-                label(&mut out, cx + 12, line_y + 4, "start", LOCAL, &row.label);
+                beside(&mut out, lanes, *at, line_y, LOCAL, &row.label);
             }
             Event::Fault { at } => {
                 for &l in at {
@@ -233,8 +233,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                         line_y + 4
                     );
                 }
-                let first = at.iter().copied().min().unwrap_or(0);
-                label(&mut out, x(first) + 14, line_y + 4, "start", FAULT, &row.label);
+                spanning(&mut out, lanes, at, line_y, FAULT, &row.label);
             }
             Event::Recover { at } => {
                 for &l in at {
@@ -244,8 +243,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                         x(l)
                     );
                 }
-                let first = at.iter().copied().min().unwrap_or(0);
-                label(&mut out, x(first) + 12, line_y + 4, "start", RECOVER, &row.label);
+                spanning(&mut out, lanes, at, line_y, RECOVER, &row.label);
             }
             Event::Tick => {
                 let _ = writeln!(
@@ -298,6 +296,36 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// A label beside a mark on one lane: to its right, or to its left on the last lane
+/// (the key panel is on the right).
+fn beside(out: &mut String, lanes: usize, lane: usize, y: i64, fill: &str, text: &str) {
+    if lane + 1 == lanes && lanes > 1 {
+        label(out, x(lane) - 14, y + 4, "end", fill, text);
+    } else {
+        label(out, x(lane) + 14, y + 4, "start", fill, text);
+    }
+}
+
+/// A label for marks on one or more lanes: beside a single mark; above a thin
+/// connector between several.
+fn spanning(out: &mut String, lanes: usize, at: &[usize], y: i64, fill: &str, text: &str) {
+    let (lo, hi) = (
+        at.iter().copied().min().unwrap_or(0),
+        at.iter().copied().max().unwrap_or(0),
+    );
+    if lo == hi {
+        beside(out, lanes, lo, y, fill, text);
+        return;
+    }
+    let _ = writeln!(
+        out,
+        r#"<line x1="{}" y1="{y}" x2="{}" y2="{y}" stroke="{fill}" stroke-width="1" stroke-dasharray="3 3"/>"#,
+        x(lo) + 9,
+        x(hi) - 9
+    );
+    label(out, (x(lo) + x(hi)) / 2, y - 5, "middle", fill, text);
 }
 
 fn arrow(out: &mut String, x1: i64, x2: i64, y: i64, colour: &str, dash: &str, head: &str) {
