@@ -155,7 +155,9 @@ impl Model for Explorable {
             SrProperty::always("resource_safety", |m, s| {
                 holds(m, s, Property::ResourceSafety)
             }),
-            SrProperty::sometimes("purchase_completed", |_, s: &Shown| LockModel::purchased(&s.state)),
+            SrProperty::sometimes("purchase_completed", |_, s: &Shown| {
+                LockModel::purchased(&s.state)
+            }),
         ]
     }
 

@@ -196,16 +196,16 @@ const TABLE: &[(Key, Fix)] = &[
         (Some(GetsetTimestamp), MutualExclusion, None, None),
         SERVER_CLOCK,
     ),
-    (
-        (Some(Redlock), MutualExclusion, None, None),
-        REDLOCK_TIMING,
-    ),
+    ((Some(Redlock), MutualExclusion, None, None), REDLOCK_TIMING),
     (
         (Some(Watchdog), MutualExclusion, Some(Timing), None),
         RENEWAL_MARGIN,
     ),
     ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
-    ((None, MutualExclusion, Some(Pause), None), PAUSE_BEYOND_LEASE),
+    (
+        (None, MutualExclusion, Some(Pause), None),
+        PAUSE_BEYOND_LEASE,
+    ),
     ((None, MutualExclusion, Some(ClockJump), None), CLOCK_JUMP),
     ((None, MutualExclusion, None, None), LEASE_OUTLIVED),
     // Lost updates on the protected resource.
@@ -213,7 +213,10 @@ const TABLE: &[(Key, Fix)] = &[
         (None, ResourceSafety, Some(Failover), Some(Fencing::All)),
         FENCE_SURVIVES_FAILOVER,
     ),
-    ((None, ResourceSafety, None, Some(Fencing::Writes)), FENCE_READS_TOO),
+    (
+        (None, ResourceSafety, None, Some(Fencing::Writes)),
+        FENCE_READS_TOO,
+    ),
     ((None, ResourceSafety, None, None), FENCE_ALL),
 ];
 

@@ -10,7 +10,6 @@ use locklab_model::model::LockModel;
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::replay;
 use locklab_model::trace;
-use serde_json::Value;
 
 #[test]
 fn bad_file_exits_2_naming_file_key_and_line() {

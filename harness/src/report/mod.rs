@@ -270,7 +270,7 @@ pub fn matrix(pages: &[Page]) -> Vec<(&str, &str, &[Verdict])> {
 pub const LEGEND: &str = "✔ holds: no counterexample exists within the scenario's bounds. \
     ✖ violated: the model found a counterexample (its length in steps). \
     ⚠ error: no client ever completed its critical section, so nothing is proven. \
-    "as expected" marks a verdict equal to the scenario's expectation, MISMATCH one \
+    \"as expected\" marks a verdict equal to the scenario's expectation, MISMATCH one \
     that differs.";
 
 /// What the gallery is, for the top of the index.

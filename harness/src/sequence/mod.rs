@@ -247,10 +247,7 @@ pub fn build(trace: &Trace) -> Sequence {
             }
             "Read" | "Write" => {
                 let label = if step.after.rejected > last.rejected {
-                    format!(
-                        "{} REJECTED: stale fencing token",
-                        step.kind.to_lowercase()
-                    )
+                    format!("{} REJECTED: stale fencing token", step.kind.to_lowercase())
                 } else if step.kind == "Read" {
                     format!("read stock = {}", step.after.stock)
                 } else if step.after.stock == last.stock {

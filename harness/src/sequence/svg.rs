@@ -138,10 +138,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     // The initial keys.
     let mut y = TOP;
     draw_keys(&mut out, seq, keys_x, y, &seq.initial_keys, None);
-    let _ = writeln!(
-        out,
-        r#"<text x="8" y="{y}" fill="{MUTED}">start</text>"#
-    );
+    let _ = writeln!(out, r#"<text x="8" y="{y}" fill="{MUTED}">start</text>"#);
     let mut previous = &seq.initial_keys;
     for row in &seq.rows {
         y += ROW;
@@ -177,7 +174,15 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                         line_y - 7
                     );
                 } else {
-                    arrow(&mut out, x(*from), x(*to), line_y, REPLY, "6 4", &reply_head);
+                    arrow(
+                        &mut out,
+                        x(*from),
+                        x(*to),
+                        line_y,
+                        REPLY,
+                        "6 4",
+                        &reply_head,
+                    );
                 }
                 label(
                     &mut out,
@@ -189,7 +194,15 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                 );
             }
             Event::HeldReply { from, to } => {
-                arrow(&mut out, x(*from), x(*to), line_y, REPLY, "6 4", &reply_head);
+                arrow(
+                    &mut out,
+                    x(*from),
+                    x(*to),
+                    line_y,
+                    REPLY,
+                    "6 4",
+                    &reply_head,
+                );
                 label(
                     &mut out,
                     (x(*from) + x(*to)) / 2,
@@ -392,6 +405,9 @@ mod tests {
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
         assert!(!svg.contains("http://") || svg.matches("http://").count() == 1);
         // The same trace draws the same bytes.
-        assert_eq!(svg, render(&build(&pause_trace()), "pause.mutual_exclusion"));
+        assert_eq!(
+            svg,
+            render(&build(&pause_trace()), "pause.mutual_exclusion")
+        );
     }
 }

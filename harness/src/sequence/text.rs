@@ -199,7 +199,10 @@ mod tests {
     fn lanes_arrows_keys_and_the_break_are_drawn() {
         let text = render(&build(&pause_trace()));
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[0].contains("client1") && lines[0].contains("node1"), "{text}");
+        assert!(
+            lines[0].contains("client1") && lines[0].contains("node1"),
+            "{text}"
+        );
         // Step 1: client1's request to node1 (lane 0 to lane 2), head at node1.
         let acquire = lines.iter().find(|l| l.starts_with("   1 ")).unwrap();
         assert!(acquire.contains("●───"), "{acquire}");
@@ -209,7 +212,10 @@ mod tests {
             "{acquire}"
         );
         let held = lines.iter().find(|l| l.starts_with("   3 ")).unwrap();
-        assert!(held.contains('‖') && held.contains("(held: client1 paused)"), "{held}");
+        assert!(
+            held.contains('‖') && held.contains("(held: client1 paused)"),
+            "{held}"
+        );
         assert!(text.contains("lock key: node1 t1 client1 ttl 3"), "{text}");
         assert!(text.contains("✖ BROKEN: mutual_exclusion"), "{text}");
         // The lanes line up: node1's lifeline is drawn on every step's line.

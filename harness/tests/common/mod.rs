@@ -199,7 +199,6 @@ pub fn property<'a>(json: &'a Value, scenario: usize, property: &str) -> &'a Val
     &json["scenarios"][scenario]["properties"][property]
 }
 
-
 /// An XML element as a conforming parser (quick-xml) reads it.
 #[derive(Debug, Default)]
 pub struct Element {
@@ -246,14 +245,14 @@ pub fn parse_xml(xml: &str) -> Element {
     use quick_xml::Reader;
 
     fn element(e: &BytesStart) -> Element {
-        let name = String::from_utf8(e.name().as_ref().to_vec()).expect("UTF-8 name");
+        let name = e.name().as_ref().to_string();
         let attrs = e
             .attributes()
             .map(|a| {
                 let a = a.unwrap_or_else(|err| panic!("<{name}>: bad attribute: {err}"));
-                let key = String::from_utf8(a.key.as_ref().to_vec()).unwrap();
+                let key = a.key.as_ref().to_string();
                 let value = a
-                    .unescape_value()
+                    .normalized_value(quick_xml::XmlVersion::Explicit1_0)
                     .unwrap_or_else(|err| panic!("<{name} {key}>: {err}"))
                     .into_owned();
                 (key, value)
@@ -304,7 +303,7 @@ pub fn parse_xml(xml: &str) -> Element {
             }
             Event::CData(c) => {
                 let el = stack.last_mut().expect("CDATA outside the root");
-                el.text.push_str(std::str::from_utf8(&c).unwrap());
+                el.text.push_str(&c);
             }
             Event::GeneralRef(r) => {
                 let resolved = match r.resolve_char_ref().expect("a valid character reference") {
