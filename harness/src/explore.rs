@@ -3,7 +3,8 @@
 //! The Explorer prints actions with the model's `format_action` and states with their
 //! `Debug` form. The model's state `Debug` is a field dump, so the Explorer runs a thin
 //! wrapper model whose state prints as a person would describe it: the clock, what each
-//! client does, the lock key on each node, requests in flight, the stock, faults spent.
+//! client does, the lock key on each node, requests in flight, the stock, faults spent;
+//! and the path walked so far is drawn as the report's sequence diagram.
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -14,11 +15,11 @@ use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::Property;
 use locklab_model::state::State;
 use locklab_model::trace;
-use stateright::{Model, Property as SrProperty};
+use stateright::{Model, Path, Property as SrProperty};
 
 use crate::cli::ExploreArgs;
 use crate::explain::resolve;
-use crate::sequence::key_text;
+use crate::sequence::{self, key_text, svg};
 use crate::Failure;
 
 /// The scenario's model with human-readable states.
@@ -178,6 +179,13 @@ impl Model for Explorable {
             _ => None,
         };
         Some(format!("{}{next:?}", request.unwrap_or_default()))
+    }
+
+    /// The path so far as the report's sequence diagram (bands mark broken properties).
+    fn as_svg(&self, path: Path<Shown, Action>) -> Option<String> {
+        let actions = path.into_actions();
+        let t = trace::build(&self.model, Property::MutualExclusion, &actions);
+        Some(svg::render(&sequence::build(&t), "explorer"))
     }
 
     fn within_boundary(&self, s: &Shown) -> bool {

@@ -64,7 +64,7 @@ type Key = (Option<DesignId>, Property, Option<Cause>, Option<Fencing>);
 const ATOMIC_EXPIRY: Fix = Fix {
     remedy: "take the lock and its expiry in one command: SET key token NX PX ttl \
              (design lua-release)",
-    why: "with SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
+    why: "With SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
           which the key exists without a time to live; a holder that crashes then leaves \
           it forever. One SET NX PX command sets value and expiry atomically, so a dead \
           holder's lock always expires after ttl.",
@@ -73,7 +73,7 @@ const ATOMIC_EXPIRY: Fix = Fix {
 const COMPARE_AND_DELETE: Fix = Fix {
     remedy: "release with the Lua compare-and-delete script (design lua-release): delete \
              the key only if its value is still my token",
-    why: "a plain DEL deletes whatever entry is there, and a GET followed by DEL can see \
+    why: "A plain DEL deletes whatever entry is there, and a GET followed by DEL can see \
           my token and then delete another client's entry if the lock expired and was \
           taken in between. The script runs the check and the delete as one atomic step \
           inside Redis, so a client can only ever remove its own entry.",
@@ -81,7 +81,7 @@ const COMPARE_AND_DELETE: Fix = Fix {
 
 const FENCE_ALL: Fix = Fix {
     remedy: "fencing tokens checked on every access (fencing = \"all\")",
-    why: "a lease cannot stop a holder that outlives it, so make the protected resource \
+    why: "A lease cannot stop a holder that outlives it, so make the protected resource \
           refuse it: each acquire takes an increasing token from INCR, every read and \
           write carries it, and the store rejects any access older than the newest token \
           it has seen. The stale holder's read-modify-write is rejected instead of \
@@ -92,7 +92,7 @@ const LEASE_OUTLIVED: Fix = Fix {
     remedy: "renew the lease while the critical section runs (design watchdog), or make \
              the ttl longer than the worst-case critical section, delays included; and \
              fence the resource (fencing = \"all\") for the cases no ttl covers",
-    why: "the holder was still working when its ttl ran out, so Redis let the next client \
+    why: "The holder was still working when its ttl ran out, so Redis let the next client \
           in. A watchdog renews the key every ttl/3 (compare-and-pexpire) for as long as \
           the holder's process runs; a longer ttl only moves the bound. Mutual exclusion \
           by lease holds only while the holder stays within it.",
@@ -101,7 +101,7 @@ const LEASE_OUTLIVED: Fix = Fix {
 const RENEWAL_MARGIN: Fix = Fix {
     remedy: "give the renewal room: a ttl longer than the renewal interval (ttl/3) plus \
              the longest a renewal request can take to arrive",
-    why: "the watchdog did renew, but its compare-and-pexpire reached Redis after the key \
+    why: "The watchdog did renew, but its compare-and-pexpire reached Redis after the key \
           had already expired, and by then another client had the lock. Renewal keeps a \
           lease only if each renewal lands before the previous lease ends.",
 };
@@ -109,7 +109,7 @@ const RENEWAL_MARGIN: Fix = Fix {
 const PAUSE_BEYOND_LEASE: Fix = Fix {
     remedy: "no lock option restores mutual exclusion here; make the resource safe with \
              fencing tokens on every access (fencing = \"all\")",
-    why: "a stop-the-world pause longer than the ttl stops the holder between any two \
+    why: "A stop-the-world pause longer than the ttl stops the holder between any two \
           instructions, checks and renewals included: when it resumes it cannot know that \
           its lease ended and another client holds the lock. A watchdog runs inside the \
           same paused process and stops with it. Only the resource can tell the stale \
@@ -119,7 +119,7 @@ const PAUSE_BEYOND_LEASE: Fix = Fix {
 const FAILOVER_WAIT: Fix = Fix {
     remedy: "wait for the replica before using the lock: wait_replicas = 1 (WAIT 1 after \
              acquiring; fewer acks count as a failed acquire)",
-    why: "replication is asynchronous: the master acknowledged the lock, died before \
+    why: "Replication is asynchronous: the master acknowledged the lock, died before \
           sending it to its replica, and the promoted replica had no lock to refuse the \
           next client with. With WAIT the acquire succeeds only once the key is on the \
           replica, so the replica that takes over already holds it. (WAIT does not make \
@@ -131,7 +131,7 @@ const FENCE_SURVIVES_FAILOVER: Fix = Fix {
     remedy: "take fencing tokens from a counter that never goes back (a store with \
              synchronous, consensus-based replication), or WAIT for the counter's INCR \
              to reach the replica as well",
-    why: "the fencing counter lived on the same asynchronously replicated master as the \
+    why: "The fencing counter lived on the same asynchronously replicated master as the \
           lock: the failover lost the last INCR, the promoted replica handed out the same \
           token again, and the store could not tell the two holders apart. Fencing is only \
           as strong as the monotonicity of its tokens.",
@@ -139,7 +139,7 @@ const FENCE_SURVIVES_FAILOVER: Fix = Fix {
 
 const FENCE_READS_TOO: Fix = Fix {
     remedy: "fence reads as well as writes (fencing = \"all\")",
-    why: "with only writes checked, the stale holder read the stock, the new holder wrote \
+    why: "With only writes checked, the stale holder read the stock, the new holder wrote \
           with a newer token, and the stale holder's write was rejected only if it came \
           after; a read-modify-write needs its read fenced too. A fenced read raises the \
           store's newest token, so the stale holder's later write is rejected and its \
@@ -149,7 +149,7 @@ const FENCE_READS_TOO: Fix = Fix {
 const SERVER_CLOCK: Fix = Fix {
     remedy: "let Redis keep the time: SET key token NX PX ttl expires the key on the \
              server's clock (design lua-release)",
-    why: "with GETSET timestamps every client decides by its own clock whether a lock has \
+    why: "With GETSET timestamps every client decides by its own clock whether a lock has \
           expired: a client whose clock runs ahead (or two stealers racing) takes a lock \
           that is still held. With PX the one server clock decides, and no client \
           judges another's lease.",
@@ -158,7 +158,7 @@ const SERVER_CLOCK: Fix = Fix {
 const TOKEN_NOT_TIMESTAMP: Fix = Fix {
     remedy: "store a unique token per holder instead of a timestamp, and release with the \
              Lua compare-and-delete (design lua-release)",
-    why: "a timestamp says nothing about who holds the lock: GETSET overwrites the current \
+    why: "A timestamp says nothing about who holds the lock: GETSET overwrites the current \
           entry whoever owns it, and DEL removes it. With a token per acquire and an \
           atomic compare-and-delete, only the owner can change its own entry.",
 };
@@ -166,7 +166,7 @@ const TOKEN_NOT_TIMESTAMP: Fix = Fix {
 const CLOCK_JUMP: Fix = Fix {
     remedy: "keep clocks from jumping (slewing time sync, no manual changes) and fence the \
              resource (fencing = \"all\"), since no lock option can see a jump",
-    why: "a lease is measured on a clock: when the node's clock jumps forward the key \
+    why: "A lease is measured on a clock: when the node's clock jumps forward the key \
           expires early, and when a client's clock jumps it misjudges its own lease. The \
           lock then admits a second holder while the first is still inside; only a check \
           at the resource (an older fencing token) catches the stale one.",

@@ -281,6 +281,10 @@ fn explain_narrates_each_violated_property() {
     assert!(text.contains("node1: lock = \"t"), "{text}");
     assert!(text.contains("ttl 3)"), "{text}");
     assert!(text.contains("step 1    t=0  client1 acquire"), "{text}");
+    // The sequence diagram and the fix follow the narration.
+    assert!(text.contains("lock key: node1 t1 client1 ttl 3"), "{text}");
+    assert!(text.contains("✖ BROKEN: mutual_exclusion"), "{text}");
+    assert!(text.contains("The fix for mutual_exclusion: "), "{text}");
     let out = locklab(
         &dir,
         &["explain", "slow.toml", "--property", "mutual_exclusion"],

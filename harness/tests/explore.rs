@@ -85,6 +85,10 @@ fn the_explorer_shows_human_readable_actions_and_states() {
         "{state}"
     );
     assert!(!state.contains("Client {"), "not a Debug dump: {state}");
+    // The path so far is drawn as a sequence diagram.
+    let svg = acquire["svg"].as_str().expect("an SVG of the path");
+    assert!(svg.contains("acquire: SET lock t1 NX PX 3"), "{svg}");
+    assert_eq!(parse_xml(svg).name, "svg");
     // The page itself is served too.
     assert!(get(port, "/").is_some_and(|page| page.contains("<html")));
     drop(server);

@@ -71,10 +71,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     let _ = writeln!(
         out,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12" role="img" aria-label="{}">"#,
-        escape(&format!(
-            "sequence diagram: {} violates {}",
-            seq.scenario, seq.property
-        ))
+        escape(&format!("sequence diagram of a {} run", seq.scenario))
     );
     let _ = writeln!(
         out,
