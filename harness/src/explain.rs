@@ -50,7 +50,13 @@ pub fn lesson(t: &Trace) -> String {
 
 /// `The fix for mutual_exclusion: ...`, wrapped for a terminal.
 pub fn fix_text(t: &Trace, f: &Fix) -> String {
-    let mut out = format!("  The fix for {}: {}.\n", t.property, f.remedy);
+    let mut out = String::new();
+    let remedy = format!("The fix for {}: {}.", t.property, f.remedy);
+    for line in wrap(&remedy, 86) {
+        out.push_str("  ");
+        out.push_str(&line);
+        out.push('\n');
+    }
     for line in wrap(f.why, 84) {
         out.push_str("    ");
         out.push_str(&line);
