@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use locklab_harness::run::history::Event;
-use locklab_harness::run::{checker, Run, RunOptions, TimelineEntry};
+use locklab_harness::run::{checker, Run, RunError, RunOptions, TimelineEntry};
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::{replay as model_replay, SearchOptions};
@@ -70,10 +70,15 @@ struct Outcome {
     diverged: Vec<Divergence>,
     cluster: String,
     seconds: f64,
+    /// Why the run stopped before the trace's end (a step that no longer applied).
+    stopped: Option<String>,
 }
 
 impl Outcome {
     fn reproduced(&self) -> bool {
+        if self.stopped.is_some() {
+            return false;
+        }
         let model: BTreeSet<&str> = self.model_violations.iter().map(String::as_str).collect();
         let real = self.real.names();
         let real: BTreeSet<&str> = real.iter().map(String::as_str).collect();
@@ -95,6 +100,7 @@ impl Outcome {
             "violations": self.real.violations.iter().map(|v| json!({
                 "property": v.property.as_str(), "ms": v.ms, "detail": v.detail,
             })).collect::<Vec<_>>(),
+            "stopped": self.stopped,
             "cluster": self.cluster,
             "seconds": self.seconds,
         })
@@ -234,12 +240,19 @@ async fn replay_one(job: &Job, tick_ms: u64) -> Result<Outcome, Failure> {
         .map_err(|e| Failure::Environment(e.to_string()))?;
     let cluster = run.cluster_id();
     let mut diverged = Vec::new();
+    let mut stopped = None;
     for (i, action) in actions.iter().enumerate() {
         let before = run.history().entries.len();
-        // On error the run is dropped here, which removes its containers.
-        run.step(*action)
-            .await
-            .map_err(|e| Failure::Environment(format!("{}: {e}", job.path.display())))?;
+        match run.step(*action).await {
+            Ok(()) => {}
+            Err(e @ RunError::Inapplicable { .. }) => {
+                // The real run went another way than the model's: judge what happened.
+                stopped = Some(e.to_string());
+                break;
+            }
+            // On error the run is dropped here, which removes its containers.
+            Err(e) => return Err(Failure::Environment(format!("{}: {e}", job.path.display()))),
+        }
         if let Action::Deliver(..) | Action::Timeout(..) = action {
             let real = run.history().entries[before..]
                 .iter()
@@ -249,7 +262,7 @@ async fn replay_one(job: &Job, tick_ms: u64) -> Result<Outcome, Failure> {
                 });
             let model = job.trace.steps.get(i).and_then(|s| s.reply.clone());
             if let Some(real) = real {
-                if real != model {
+                if !same_reply(model.as_deref(), real.as_deref(), tick_ms) {
                     diverged.push(Divergence {
                         step: i + 1,
                         action: action.to_string(),
@@ -277,7 +290,24 @@ async fn replay_one(job: &Job, tick_ms: u64) -> Result<Outcome, Failure> {
         diverged,
         cluster,
         seconds: started.elapsed().as_secs_f64(),
+        stopped,
     })
+}
+
+/// Whether a real reply is the model's: equal, or the same timestamp in ms where the
+/// model counts ticks (getset-timestamp stores clock readings).
+fn same_reply(model: Option<&str>, real: Option<&str>, tick_ms: u64) -> bool {
+    if model == real {
+        return true;
+    }
+    let number = |s: Option<&str>| s?.trim_matches('"').parse::<i64>().ok();
+    match (number(model), number(real)) {
+        (Some(m), Some(r)) => {
+            m * tick_ms as i64 == r
+                && model.map(|s| s.starts_with('"')) == real.map(|s| s.starts_with('"'))
+        }
+        _ => false,
+    }
 }
 
 fn print(o: &Outcome) {
@@ -305,6 +335,9 @@ fn print(o: &Outcome) {
             d.model.as_deref().unwrap_or("nothing"),
             d.real.as_deref().unwrap_or("nothing")
         );
+    }
+    if let Some(why) = &o.stopped {
+        println!("  stopped before the trace's end: {why}");
     }
     for v in &o.real.violations {
         println!(

@@ -3,12 +3,15 @@
 //! Nodes are numbered as in the model: masters `0..M`, then the replicas of master 0,
 //! of master 1, ... Each fault really happens:
 //!
-//! - replication lag: every replica is `docker pause`d from the start, so it misses
-//!   the master's writes until the model lets it catch up ([`Nemesis::replicate`]:
-//!   unpause, `WAIT` on the master until the replica acknowledged everything, pause);
-//! - failover: the replica that missed the latest writes stays frozen while the master
-//!   is `docker kill`ed, then it is unpaused and promoted with `REPLICAOF NO ONE`, and
-//!   every client's link to that master slot is pointed at it (clients reconnect);
+//! - replication lag: every replica is disconnected from the run's Docker network from
+//!   the start, so it misses the master's writes until the model lets it catch up
+//!   ([`Nemesis::replicate`]: reconnect, resync, `WAIT` on the master until the replica
+//!   acknowledged everything, disconnect again; this takes a few hundred ms of real
+//!   time). A `docker pause` would not do: the master's writes wait in the frozen
+//!   replica's socket buffer and are applied the moment it runs again;
+//! - failover: the master is `docker kill`ed, the replica that missed the latest writes
+//!   is promoted with `REPLICAOF NO ONE`, and every client's link to that master slot
+//!   is pointed at it (clients reconnect);
 //! - restart: the container is removed and created again, empty (no persistence);
 //! - partition: the link's [`LinkProxy`] cuts it (and heal opens it again);
 //! - node clock jump: libclockshift in the container steps the node's wall clock, which
@@ -41,8 +44,8 @@ pub struct Nemesis {
     serving: Vec<usize>,
     /// Per node: up (not killed).
     alive: Vec<bool>,
-    /// Per node: frozen by `docker pause` (replicas between catch-ups).
-    frozen: Vec<bool>,
+    /// Per node: cut off from the run's network (replicas between catch-ups).
+    cut_off: Vec<bool>,
     /// Per node: the wall-clock offset set through libclockshift, in ms.
     clock_offset: Vec<i64>,
     /// Per client, per master slot: the link proxy.
@@ -81,13 +84,13 @@ impl Nemesis {
             replicas,
             serving: (0..masters).collect(),
             alive: vec![true; nodes],
-            frozen: vec![false; nodes],
+            cut_off: vec![false; nodes],
             clock_offset: vec![0; nodes],
             links: Vec::new(),
         };
         for node in masters..nodes {
-            n.node(node).pause().await?;
-            n.frozen[node] = true;
+            n.node(node).disconnect_from_network().await?;
+            n.cut_off[node] = true;
         }
         for _ in 0..clients {
             let mut row = Vec::new();
@@ -137,9 +140,9 @@ impl Nemesis {
         self.alive[n]
     }
 
-    /// Whether node `n` can be observed now (up and not frozen).
+    /// Whether node `n` can be observed now (up).
     pub fn observable(&self, n: usize) -> bool {
-        self.alive[n] && !self.frozen[n]
+        self.alive[n]
     }
 
     /// The link proxy of client `c` to master slot `m`.
@@ -152,24 +155,31 @@ impl Nemesis {
         self.node(n).addr()
     }
 
-    /// Replica `n` catches up with its master: unpause, `WAIT` until it acknowledged
-    /// every write, pause again.
+    /// Replica `n` catches up with its master: back on the network, `REPLICAOF` again
+    /// (a partial resync at once, instead of waiting for the replica to notice that its
+    /// old link is dead), `WAIT` on the master until it acknowledged every write, then
+    /// off the network again.
     pub async fn replicate(&mut self, n: usize) -> Result<String, ClusterError> {
         let m = self
             .master_of(n)
             .ok_or_else(|| ClusterError::Unsupported(format!("node{} is no replica", n + 1)))?;
         let master = self.serving[m];
-        self.node(n).unpause().await?;
-        self.frozen[n] = false;
+        if self.cut_off[n] {
+            self.node(n).connect_to_network().await?;
+            self.cut_off[n] = false;
+        }
+        self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
+        self.node(n).replicate_from(self.node(master)).await?;
+        self.node(n).wait_for_link_up(CATCH_UP).await?;
         let timeout = CATCH_UP.as_millis().to_string();
         let acks = self
             .node(master)
             .command_with_timeout(&["WAIT", "1", &timeout], CATCH_UP + Duration::from_secs(1))
             .await?;
-        self.node(n).pause().await?;
-        self.frozen[n] = true;
+        self.node(n).disconnect_from_network().await?;
+        self.cut_off[n] = true;
         Ok(format!(
-            "node{} unpaused, WAIT 1 on node{} -> {}, paused again",
+            "node{} reconnected, resynced from node{} (WAIT 1 -> {}), disconnected again",
             n + 1,
             master + 1,
             match acks {
@@ -179,17 +189,13 @@ impl Nemesis {
         ))
     }
 
-    /// Master slot `m` fails over to replica `r`: the master is killed while the
-    /// replica (frozen, so it missed the latest writes) waits, then the replica is
-    /// unpaused, promoted, and every client link of the slot now leads to it.
+    /// Master slot `m` fails over to replica `r`: the master is killed, the replica
+    /// (cut off, so it missed the latest writes) is promoted, and every client link of
+    /// the slot now leads to it.
     pub async fn failover(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
         let old = self.serving[m];
         self.node(old).kill().await?;
         self.alive[old] = false;
-        if self.frozen[r] {
-            self.node(r).unpause().await?;
-            self.frozen[r] = false;
-        }
         self.node(r).promote().await?;
         self.serving[m] = r;
         let up = self.addr(r);
@@ -197,9 +203,8 @@ impl Nemesis {
             row[m].set_upstream(up);
         }
         Ok(format!(
-            "docker kill node{}; docker unpause node{}; REPLICAOF NO ONE on node{}; clients reconnect to it",
+            "docker kill node{}; REPLICAOF NO ONE on node{}; clients reconnect to it",
             old + 1,
-            r + 1,
             r + 1
         ))
     }
@@ -208,7 +213,7 @@ impl Nemesis {
     pub async fn restart(&mut self, n: usize) -> Result<String, ClusterError> {
         self.node(n).restart().await?;
         self.alive[n] = true;
-        self.frozen[n] = false;
+        self.cut_off[n] = false;
         self.clock_offset[n] = 0;
         let up = self.addr(n);
         for row in &self.links {
@@ -219,9 +224,9 @@ impl Nemesis {
             }
         }
         if self.master_of(n).is_some() && self.serving.iter().all(|&s| s != n) {
-            // A replica comes back as a replica: frozen again until it may catch up.
-            self.node(n).pause().await?;
-            self.frozen[n] = true;
+            // A replica comes back as a replica: cut off again until it may catch up.
+            self.node(n).disconnect_from_network().await?;
+            self.cut_off[n] = true;
         }
         Ok(format!(
             "node{} removed and started again, empty (no persistence)",
