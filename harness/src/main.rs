@@ -5,6 +5,7 @@ mod cli;
 mod explain;
 mod junit;
 mod output;
+mod replay;
 mod table;
 
 use std::path::Path;
@@ -28,6 +29,9 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// The environment cannot run (no Docker engine, no image, a container failed).
+    #[error("{0}")]
+    Environment(String),
     /// The subcommand does not exist yet.
     #[error("not implemented yet: {0}")]
     NotImplemented(&'static str),
@@ -50,9 +54,7 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Explore(_) => Err(Failure::NotImplemented(
             "explore (the stateright Explorer for a scenario)",
         )),
-        Command::Replay(_) => Err(Failure::NotImplemented(
-            "replay (running counterexamples against real Redis)",
-        )),
+        Command::Replay(args) => replay::run(args),
         Command::Chaos(_) => Err(Failure::NotImplemented(
             "chaos (random faults against real Redis)",
         )),
