@@ -1,5 +1,6 @@
 //! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
 
+mod chaos;
 mod check;
 mod cli;
 mod explain;
@@ -55,9 +56,7 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
             "explore (the stateright Explorer for a scenario)",
         )),
         Command::Replay(args) => replay::run(args),
-        Command::Chaos(_) => Err(Failure::NotImplemented(
-            "chaos (random faults against real Redis)",
-        )),
+        Command::Chaos(args) => chaos::run(args),
         Command::Report(_) => Err(Failure::NotImplemented("report (regenerating the gallery)")),
         Command::Bench(_) => Err(Failure::NotImplemented(
             "bench (lock crate and checker benchmarks)",
