@@ -35,6 +35,9 @@ use crate::cli::ChaosArgs;
 use crate::explain::resolve;
 use crate::Failure;
 
+/// How often a run whose ticks ran over is tried (ticks doubled each time).
+const TICK_ATTEMPTS: u32 = 4;
+
 /// What one run did.
 struct RunOutcome {
     index: u32,
@@ -48,13 +51,22 @@ struct RunOutcome {
     steps: usize,
     /// Why the run stopped before the schedule's end.
     stopped: Option<String>,
+    /// Real milliseconds per tick of the attempt reported.
+    tick_ms: u64,
+    /// Attempts whose ticks ran over (see [`overrun`]), and why.
+    overruns: Vec<String>,
+    /// The last attempt ran over too: its verdicts judge nothing.
+    inconclusive: bool,
     cluster: String,
     seconds: f64,
 }
 
 impl RunOutcome {
-    /// Violations of properties the scenario expects to hold.
+    /// Violations of properties the scenario expects to hold (none when inconclusive).
     fn unexpected<'a>(&'a self, scenario: &Scenario) -> Vec<&'a checker::Violation> {
+        if self.inconclusive {
+            return Vec::new();
+        }
         self.verdicts
             .violations
             .iter()
@@ -90,15 +102,45 @@ fn completed(history: &History) -> usize {
         .count()
 }
 
+/// Where a run's real time left the model's: a step of tick `k` that ended more than
+/// `tick_ms` after tick `k` began (a slow fault, such as a replica's resync, or a loaded
+/// machine). Tick `k + 1` then starts late, every lease set before runs out earlier in
+/// model time than the model says, and the run no longer carries out its schedule's
+/// timing: its verdicts would judge the machine's load, not the lock.
+fn overrun(timeline: &[TimelineEntry], tick_ms: u64) -> Option<(String, f64)> {
+    let mut start = 0.0;
+    let mut tick = 0;
+    let mut worst: Option<(u32, f64)> = None;
+    for e in timeline {
+        if e.actor == "clock" {
+            if let Some(k) = e.event.strip_prefix("tick ").and_then(|k| k.parse().ok()) {
+                (tick, start) = (k, e.ms);
+                continue;
+            }
+        }
+        let late = e.ms - (start + tick_ms as f64);
+        if late > 0.0 && worst.is_none_or(|(_, w)| late > w) {
+            worst = Some((tick, late));
+        }
+    }
+    worst.map(|(tick, late)| {
+        let why = format!(
+            "with {tick_ms} ms ticks, a step of tick {tick} ended {late:.0} ms after the tick"
+        );
+        (why, late)
+    })
+}
+
 /// Carries out one schedule on fresh containers. The containers are removed on every
 /// path out (the run tears its cluster down when dropped).
-async fn run_one(
+async fn attempt(
     scenario: &Scenario,
     index: u32,
-    schedule: Schedule,
+    schedule: &Schedule,
+    tick_ms: u64,
 ) -> Result<RunOutcome, Failure> {
     let started = Instant::now();
-    let mut run = Run::start(scenario, RunOptions::of(scenario))
+    let mut run = Run::start(scenario, RunOptions { tick_ms })
         .await
         .map_err(|e| Failure::Environment(e.to_string()))?;
     let cluster = run.cluster_id();
@@ -128,14 +170,58 @@ async fn run_one(
         index,
         verdicts: checker::check(&history),
         completed: completed(&history),
-        schedule,
+        schedule: schedule.clone(),
         timeline,
         emulations,
         steps,
         stopped,
+        tick_ms,
+        overruns: Vec::new(),
+        inconclusive: false,
         cluster,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Runs a schedule with the scenario's `tick_ms`; when its ticks ran over, runs it
+/// again with longer ticks: at least twice as long, and long enough for the slowest tick
+/// seen with a quarter to spare (at most [`TICK_ATTEMPTS`] tries in all).
+async fn run_one(
+    scenario: &Scenario,
+    index: u32,
+    schedule: Schedule,
+    progress: &Progress,
+) -> Result<RunOutcome, Failure> {
+    let mut tick_ms = scenario.timing.tick_ms as u64;
+    let mut overruns = Vec::new();
+    let mut seconds = 0.0;
+    for n in 1..=TICK_ATTEMPTS {
+        let mut o = attempt(scenario, index, &schedule, tick_ms).await?;
+        seconds += o.seconds;
+        let Some((why, late)) = overrun(&o.timeline, tick_ms) else {
+            o.overruns = overruns;
+            o.seconds = seconds;
+            return Ok(o);
+        };
+        overruns.push(why.clone());
+        if n == TICK_ATTEMPTS {
+            progress.note(&format!(
+                "run {index} (seed {}): {why}; inconclusive",
+                schedule.seed
+            ));
+            o.inconclusive = true;
+            o.overruns = overruns;
+            o.seconds = seconds;
+            return Ok(o);
+        }
+        let needed = ((tick_ms as f64 + late) * 1.25).ceil() as u64;
+        tick_ms = (tick_ms * 2).max(needed.div_ceil(100) * 100);
+        progress.note(&format!(
+            "run {index} (seed {}): {why}; running it again with {tick_ms} ms ticks",
+            schedule.seed
+        ));
+    }
+    unreachable!("the last attempt returns")
 }
 
 /// Progress on stderr: a bar on a terminal, one line per run otherwise.
@@ -151,7 +237,7 @@ impl Progress {
                 ProgressBar::with_draw_target(Some(runs as u64), ProgressDrawTarget::stderr())
                     .with_style(
                         ProgressStyle::with_template(
-                            "{spinner} {prefix}: run {pos}/{len} {msg} [{elapsed}]",
+                            "{spinner} {prefix}: {pos}/{len} runs {msg} [{elapsed}]",
                         )
                         .expect("a valid template"),
                     )
@@ -162,11 +248,19 @@ impl Progress {
         Progress { bar, runs }
     }
 
+    /// A line about a run in progress.
+    fn note(&self, line: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("chaos: {line}"),
+        }
+    }
+
     fn starting(&self, index: u32, seed: u64) {
         match &self.bar {
             Some(bar) => bar.set_message(format!("(seed {seed})")),
             None => eprintln!(
-                "chaos: run {}/{} (seed {seed}) starts",
+                "chaos: run {index} (seed {seed}) starts [{} of {}]",
                 index + 1,
                 self.runs
             ),
@@ -177,11 +271,12 @@ impl Progress {
         match &self.bar {
             Some(bar) => bar.inc(1),
             None => eprintln!(
-                "chaos: run {}/{} (seed {}) done in {:.1} s",
-                o.index + 1,
-                self.runs,
+                "chaos: run {} (seed {}) done in {:.1} s [{} of {}]",
+                o.index,
                 o.schedule.seed,
-                o.seconds
+                o.seconds,
+                o.index + 1,
+                self.runs
             ),
         }
     }
@@ -199,6 +294,12 @@ impl Progress {
             bar.finish_and_clear();
         }
     }
+}
+
+/// Whether the real run broke exactly the properties the model's walk broke.
+fn agrees_with_model(o: &RunOutcome) -> bool {
+    let real: Vec<Property> = o.verdicts.violations.iter().map(|v| v.property).collect();
+    o.stopped.is_none() && real == o.schedule.model_violations
 }
 
 fn names(ps: &[Property]) -> String {
@@ -219,24 +320,30 @@ fn print_run(scenario: &Scenario, args: &ChaosArgs, o: &RunOutcome) {
         .collect();
     let real: Vec<Property> = o.verdicts.violations.iter().map(|v| v.property).collect();
     let unexpected = o.unexpected(scenario);
+    let verdict = if o.inconclusive {
+        "INCONCLUSIVE"
+    } else if unexpected.is_empty() {
+        "ok"
+    } else {
+        "VIOLATION"
+    };
     println!(
-        "run {} (seed {}): {}/{} steps, {} critical sections, faults [{}], model walk broke: {}, \
-         real violations: {}, {:.1} s: {}",
+        "run {} (seed {}): {}/{} steps, tick {} ms, {} critical sections, faults [{}], \
+         model walk broke: {}, real violations: {}, {:.1} s: {verdict}",
         o.index,
         o.schedule.seed,
         o.steps,
         o.schedule.actions.len(),
+        o.tick_ms,
         o.completed,
         faults.join("; "),
         names(&o.schedule.model_violations),
         names(&real),
         o.seconds,
-        if unexpected.is_empty() {
-            "ok"
-        } else {
-            "VIOLATION"
-        }
     );
+    for why in &o.overruns {
+        println!("  time overrun: {why}");
+    }
     if let Some(why) = &o.stopped {
         println!("  the real run went another way than the model's walk: {why}");
     }
@@ -291,7 +398,11 @@ fn run_json(scenario: &Scenario, args: &ChaosArgs, o: &RunOutcome) -> Value {
         })).collect::<Vec<_>>(),
         "unexpected": !o.unexpected(scenario).is_empty(),
         "critical_sections": o.completed,
+        "agrees_with_model_walk": agrees_with_model(o),
         "stopped": o.stopped,
+        "tick_ms": o.tick_ms,
+        "overruns": o.overruns,
+        "inconclusive": o.inconclusive,
         "emulations": o.emulations,
         "timeline": o.timeline,
         "cluster": o.cluster,
@@ -324,7 +435,7 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
         let seed = args.seed.wrapping_add(index as u64);
         let schedule = generator::generate(&model, seed);
         progress.starting(index, seed);
-        let outcome = match runtime.block_on(run_one(&scenario, index, schedule)) {
+        let outcome = match runtime.block_on(run_one(&scenario, index, schedule, &progress)) {
             Ok(o) => o,
             Err(e) => {
                 progress.finish();
@@ -340,8 +451,9 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
         .iter()
         .filter(|o| !o.unexpected(&scenario).is_empty())
         .collect();
-    let completed: usize = outcomes.iter().map(|o| o.completed).sum();
-    let stopped = outcomes.iter().filter(|o| o.stopped.is_some()).count();
+    let conclusive: Vec<&RunOutcome> = outcomes.iter().filter(|o| !o.inconclusive).collect();
+    let completed: usize = conclusive.iter().map(|o| o.completed).sum();
+    let disagree = conclusive.iter().filter(|o| !agrees_with_model(o)).count();
     let vacuous = completed == 0;
     let code = if violating.is_empty() && !vacuous {
         0
@@ -349,16 +461,17 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
         1
     };
     println!(
-        "{}: {} runs, {} critical sections, {} violating a property expected to hold, \
-         {} went another way than the model, {:.1} s{}",
+        "{}: {} runs ({} inconclusive), {} critical sections, {} violating a property \
+         expected to hold, {} not as the model's walk, {:.1} s{}",
         scenario.name,
         outcomes.len(),
+        outcomes.len() - conclusive.len(),
         completed,
         violating.len(),
-        stopped,
+        disagree,
         started.elapsed().as_secs_f64(),
         if vacuous {
-            ": VACUOUS (no client completed a critical section)"
+            ": VACUOUS (no conclusive run in which a client completed a critical section)"
         } else {
             ""
         }
@@ -380,6 +493,8 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
             "runs": outcomes.iter().map(|o| run_json(&scenario, args, o)).collect::<Vec<_>>(),
             "violating_runs": violating.iter().map(|o| o.index).collect::<Vec<_>>(),
             "critical_sections": completed,
+            "inconclusive_runs": outcomes.iter().filter(|o| o.inconclusive).map(|o| o.index).collect::<Vec<_>>(),
+            "runs_not_as_model_walk": disagree,
             "vacuous": vacuous,
             "seconds": started.elapsed().as_secs_f64(),
             "exit_code": code,
