@@ -192,7 +192,7 @@ async fn run_one(
     schedule: Schedule,
     progress: &Progress,
 ) -> Result<RunOutcome, Failure> {
-    let mut tick_ms = scenario.timing.tick_ms as u64;
+    let mut tick_ms = scenario.timing.tick_ms;
     let mut overruns = Vec::new();
     let mut seconds = 0.0;
     for n in 1..=TICK_ATTEMPTS {
