@@ -392,7 +392,7 @@ pub fn run(args: &ReplayArgs) -> Result<i32, Failure> {
     let dir = args.reports.join("replays");
     let mut outcomes = Vec::new();
     for job in &jobs {
-        let tick_ms = args.tick_ms.unwrap_or(job.scenario.timing.tick_ms as u64);
+        let tick_ms = args.tick_ms.unwrap_or(job.scenario.timing.tick_ms);
         let outcome = runtime.block_on(replay_one(job, tick_ms))?;
         print(&outcome);
         fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
