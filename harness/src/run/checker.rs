@@ -80,10 +80,8 @@ pub fn check(history: &History) -> Verdicts {
     for e in &history.entries {
         let ms = e.ms;
         match &e.event {
-            Event::AcquireStart { client, .. } => {
-                if !holding.contains(client) {
-                    holding.push(*client);
-                }
+            Event::AcquireStart { client, .. } if !holding.contains(client) => {
+                holding.push(*client);
             }
             Event::AcquireFailed { client, .. } | Event::Done { client } => {
                 holding.retain(|c| c != client);
@@ -111,20 +109,18 @@ pub fn check(history: &History) -> Verdicts {
                 }
             }
             Event::Leave { client } => inside.retain(|c| c != client),
-            Event::Displaced { node, by, owner } => {
-                if by != owner && holding.contains(owner) {
-                    report(
-                        Property::OwnerOnlyRelease,
-                        ms,
-                        format!(
-                            "{} deleted or overwrote the lock entry of {} on node{} while {} held it",
-                            name(*by),
-                            name(*owner),
-                            node + 1,
-                            name(*owner)
-                        ),
-                    );
-                }
+            Event::Displaced { node, by, owner } if by != owner && holding.contains(owner) => {
+                report(
+                    Property::OwnerOnlyRelease,
+                    ms,
+                    format!(
+                        "{} deleted or overwrote the lock entry of {} on node{} while {} held it",
+                        name(*by),
+                        name(*owner),
+                        node + 1,
+                        name(*owner)
+                    ),
+                );
             }
             Event::KeyObserved {
                 node,

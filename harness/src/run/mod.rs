@@ -90,7 +90,7 @@ impl RunOptions {
     /// The scenario's own `tick_ms`.
     pub fn of(scenario: &Scenario) -> Self {
         RunOptions {
-            tick_ms: scenario.timing.tick_ms as u64,
+            tick_ms: scenario.timing.tick_ms,
         }
     }
 }
@@ -448,10 +448,8 @@ impl Run {
                 let n = n as usize;
                 let what = self.nemesis.restart(n).await?;
                 self.owner[n] = None;
-                for m in 0..serving.len() {
-                    if serving[m] == n {
-                        self.reconnect_slot(m)?;
-                    }
+                for (m, _) in serving.iter().enumerate().filter(|(_, &s)| s == n) {
+                    self.reconnect_slot(m)?;
                 }
                 self.record(Event::Fault { what: what.clone() });
                 self.line("nemesis".into(), format!("FAULT restart: {what}"), None);
