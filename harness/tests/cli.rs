@@ -627,11 +627,7 @@ fn help_lists_every_subcommand_and_the_rest_are_not_implemented_yet() {
             "{sub} missing from\n{help}"
         );
     }
-    for args in [
-        &["explore", "x"][..],
-        &["report"],
-        &["bench"],
-    ] {
+    for args in [&["explore", "x"][..], &["report"], &["bench"]] {
         let out = locklab(&dir, args);
         assert_eq!(code(&out), 2, "{args:?}");
         assert!(
