@@ -629,7 +629,6 @@ fn help_lists_every_subcommand_and_the_rest_are_not_implemented_yet() {
     }
     for args in [
         &["explore", "x"][..],
-        &["replay", "x.json"],
         &["chaos", "x", "--seed", "1", "--runs", "2"],
         &["report"],
         &["bench"],
