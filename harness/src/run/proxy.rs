@@ -4,7 +4,7 @@
 //! - open: bytes flow both ways;
 //! - hold: connections stay up but nothing is forwarded until the link opens again
 //!   (requests and replies sit in buffers, like a congested or stalled network);
-//! - cut: every connection through the link is reset at once and new ones are closed
+//! - cut: every connection through the link is closed at once and new ones are closed
 //!   as soon as they are accepted (the client sees a dropped connection).
 //!
 //! The upstream can be changed (failover, restart on a new port); connections made
@@ -94,7 +94,7 @@ impl LinkProxy {
         self.shared.state.borrow().0
     }
 
-    /// Set the link's state; cutting resets every connection through it.
+    /// Set the link's state; cutting closes every connection through it.
     pub fn set_state(&self, state: LinkState) {
         self.shared.state.send_modify(|(s, generation)| {
             if state == LinkState::Cut {
