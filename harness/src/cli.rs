@@ -95,6 +95,12 @@ pub struct ReplayArgs {
     /// Write the outcome as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Directory of the traces (DIR/traces/) and of the replay outcomes (DIR/replays/).
+    #[arg(long, value_name = "DIR", default_value = "reports")]
+    pub reports: PathBuf,
+    /// Real milliseconds per model tick [default: the scenario's tick_ms].
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub tick_ms: Option<u64>,
 }
 
 #[derive(Debug, Args)]

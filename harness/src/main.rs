@@ -1,5 +1,6 @@
 //! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
 
+mod chaos;
 mod check;
 mod cli;
 mod explain;
@@ -8,6 +9,7 @@ mod fix;
 mod junit;
 mod output;
 mod pitfall;
+mod replay;
 mod report;
 mod sequence;
 mod table;
@@ -34,6 +36,9 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// The environment cannot run (no Docker engine, no image, a container failed).
+    #[error("{0}")]
+    Environment(String),
     /// The subcommand does not exist yet.
     #[error("not implemented yet: {0}")]
     NotImplemented(&'static str),
@@ -54,12 +59,8 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Explore(args) => explore::run(args),
-        Command::Replay(_) => Err(Failure::NotImplemented(
-            "replay (running counterexamples against real Redis)",
-        )),
-        Command::Chaos(_) => Err(Failure::NotImplemented(
-            "chaos (random faults against real Redis)",
-        )),
+        Command::Replay(args) => replay::run(args),
+        Command::Chaos(args) => chaos::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(_) => Err(Failure::NotImplemented(
             "bench (lock crate and checker benchmarks)",

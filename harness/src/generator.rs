@@ -1,0 +1,375 @@
+//! The chaos generator: a seeded random schedule of operations and faults for one run.
+//!
+//! A schedule is a sequence of the model's [`Action`]s, chosen by a random walk through
+//! the scenario's model ([`LockModel`]): at every point the walk takes one of the actions
+//! the model allows there, so a schedule always keeps the scenario's timing (`horizon`,
+//! `work`, `max_step_delay`: a client is never starved past its step delay) and its fault
+//! budget (`[faults]`). The real-run engine ([`crate::run`]) carries the schedule out on
+//! real Redis; the nemesis there does the faults; the history checker judges what really
+//! happened. Generator, nemesis and checker know nothing of each other.
+//!
+//! Faults are not left to the walk's coin at every step (they would all come in the first
+//! few steps): each unit of the budget gets a random step of the stretch in which the
+//! clients are busy (measured by a first walk without faults), and from that step on the
+//! walk takes an allowed action of that kind (a random client or node) as soon as there
+//! is one. A pause or a partition is undone after a random
+//! number of ticks, up to a little more than the ttl, so that some pauses outlast a
+//! lease and some do not. Every other step is a uniform choice among the allowed
+//! non-fault actions (client steps, deliveries, replication, the clock's tick).
+//!
+//! The walk is a function of the scenario and the seed alone: the same seed gives the
+//! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
+
+use locklab_model::model::{Action, LockModel};
+use locklab_model::scenario::Property;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use stateright::Model;
+
+/// A walk ends at the latest after this many steps (the horizon and the attempt budget
+/// end it long before).
+const MAX_STEPS: usize = 5_000;
+
+/// The kinds of fault of a scenario's `[faults]` budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    Pause,
+    Crash,
+    Failover,
+    Restart,
+    Partition,
+    ClockJump,
+}
+
+impl FaultKind {
+    /// The kind of a fault action (`None` for every other action).
+    pub fn of(action: &Action) -> Option<FaultKind> {
+        Some(match action {
+            Action::Pause(_) => FaultKind::Pause,
+            Action::Crash(_) => FaultKind::Crash,
+            Action::Failover(..) => FaultKind::Failover,
+            Action::Restart(_) => FaultKind::Restart,
+            Action::Partition(..) => FaultKind::Partition,
+            Action::NodeClockJump(_) | Action::ClientClockJump(_) => FaultKind::ClockJump,
+            _ => return None,
+        })
+    }
+}
+
+/// A fault the generator plans before the walk.
+#[derive(Clone, Copy, Debug)]
+struct Planned {
+    kind: FaultKind,
+    /// The step from which it happens (as soon as the model allows a fault of its kind).
+    step: usize,
+    /// For a pause or a partition: how many ticks until it is undone.
+    hold: u32,
+}
+
+/// One run's schedule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// The seed it was generated from.
+    pub seed: u64,
+    /// The steps, in order.
+    pub actions: Vec<Action>,
+    /// The properties the model itself sees broken along the schedule (a schedule of a
+    /// scenario whose properties all hold never breaks one).
+    pub model_violations: Vec<Property>,
+}
+
+impl Schedule {
+    /// The fault actions with the tick each happens in.
+    pub fn faults(&self) -> Vec<(u32, Action)> {
+        let mut tick = 0;
+        let mut out = Vec::new();
+        for a in &self.actions {
+            match a {
+                Action::Tick => tick += 1,
+                a if a.is_fault() || matches!(a, Action::Resume(_) | Action::Heal(..)) => {
+                    out.push((tick, *a))
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> {
+    let timing = &model.scenario.timing;
+    let f = &model.scenario.faults;
+    let budget = [
+        (FaultKind::Pause, f.pauses),
+        (FaultKind::Crash, f.crashes),
+        (FaultKind::Failover, f.failovers),
+        (FaultKind::Restart, f.restarts),
+        (FaultKind::Partition, f.partitions),
+        (FaultKind::ClockJump, f.clock_jumps),
+    ];
+    let longest_hold = timing.ttl + timing.max_step_delay + 1;
+    let mut planned = Vec::new();
+    for (kind, n) in budget {
+        for _ in 0..n {
+            planned.push(Planned {
+                kind,
+                step: rng.random_range(0..active.max(1)),
+                hold: rng.random_range(1..=longest_hold),
+            });
+        }
+    }
+    planned
+}
+
+/// The schedule of seed `seed` for `model`'s scenario.
+///
+/// A first walk without faults measures how many steps the clients are busy; each unit
+/// of the fault budget is then planned at a random step of that stretch, and the second
+/// walk, with those faults, is the schedule. Ticks after the last client step are cut:
+/// nothing happens in them.
+pub fn generate(model: &LockModel, seed: u64) -> Schedule {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let dry = walk(model, Vec::new(), &mut rng);
+    let active = dry.len();
+    let planned = plan(model, active, &mut rng);
+    let actions = walk(model, planned, &mut rng);
+    let mut state = model.init_states().remove(0);
+    let mut model_violations: Vec<Property> = Vec::new();
+    for &action in &actions {
+        state = model
+            .next_state(&state, action)
+            .expect("the walk took only steps the model allows");
+        for p in Property::ALL {
+            if !model_violations.contains(&p) && !model.holds(p, &state) {
+                model_violations.push(p);
+            }
+        }
+    }
+    model_violations.sort_by_key(|p| Property::ALL.iter().position(|q| q == p));
+    Schedule {
+        seed,
+        actions,
+        model_violations,
+    }
+}
+
+/// One random walk with the `planned` faults, without its trailing ticks.
+fn walk(model: &LockModel, mut planned: Vec<Planned>, rng: &mut ChaCha8Rng) -> Vec<Action> {
+    // Undo steps (resume, heal) and the tick from which each is due.
+    let mut undo: Vec<(u32, Action)> = Vec::new();
+    let mut state = model.init_states().remove(0);
+    let mut tick: u32 = 0;
+    let mut actions = Vec::new();
+    let mut enabled = Vec::new();
+    while actions.len() < MAX_STEPS {
+        enabled.clear();
+        model.actions(&state, &mut enabled);
+        let step = actions.len();
+        let Some(action) = choose(&enabled, step, tick, &mut planned, &mut undo, rng) else {
+            break;
+        };
+        let Some(next) = model.next_state(&state, action) else {
+            // The model offered it, so it applies; a model that disagrees is a bug there.
+            panic!("the model offered {action} but does not apply it");
+        };
+        state = next;
+        if action == Action::Tick {
+            tick += 1;
+        }
+        actions.push(action);
+    }
+    let end = actions
+        .iter()
+        .rposition(|a| *a != Action::Tick)
+        .map_or(0, |i| i + 1);
+    actions.truncate(end);
+    actions
+}
+
+/// The next step: a due undo, else a due planned fault, else a uniform choice among the
+/// allowed non-fault actions (an undo that is not due yet is not among them).
+fn choose(
+    enabled: &[Action],
+    step: usize,
+    tick: u32,
+    planned: &mut Vec<Planned>,
+    undo: &mut Vec<(u32, Action)>,
+    rng: &mut ChaCha8Rng,
+) -> Option<Action> {
+    if enabled.is_empty() {
+        return None;
+    }
+    if let Some(i) = undo
+        .iter()
+        .position(|(at, a)| *at <= tick && enabled.contains(a))
+    {
+        return Some(undo.remove(i).1);
+    }
+    // The first due planned fault whose kind the model allows now happens.
+    for i in 0..planned.len() {
+        let p = planned[i];
+        if p.step > step {
+            continue;
+        }
+        let allowed: Vec<Action> = enabled
+            .iter()
+            .copied()
+            .filter(|a| FaultKind::of(a) == Some(p.kind))
+            .collect();
+        if allowed.is_empty() {
+            continue;
+        }
+        planned.remove(i);
+        let fault = allowed[rng.random_range(0..allowed.len())];
+        match fault {
+            Action::Pause(c) => undo.push((tick + p.hold, Action::Resume(c))),
+            Action::Partition(c, m) => undo.push((tick + p.hold, Action::Heal(c, m))),
+            _ => {}
+        }
+        return Some(fault);
+    }
+    let pending_undo = |a: &Action| undo.iter().any(|(_, u)| u == a);
+    let ordinary: Vec<Action> = enabled
+        .iter()
+        .copied()
+        .filter(|a| !a.is_fault() && !pending_undo(a))
+        .collect();
+    if ordinary.is_empty() {
+        // Only faults and undos that are not due: let the undo come early rather than
+        // stop the run with a client paused.
+        return undo
+            .first()
+            .map(|(_, a)| *a)
+            .filter(|a| enabled.contains(a))
+            .inspect(|a| {
+                undo.retain(|(_, u)| u != a);
+            });
+    }
+    Some(weighted(&ordinary, rng))
+}
+
+/// How much likelier a step is than a plain one. A replica catching up is likely: real
+/// asynchronous replication takes milliseconds, and a replica that stays behind is what
+/// the failover fault is for (the engine keeps replicas behind until this step).
+fn weight(action: &Action) -> u32 {
+    match action {
+        Action::Replicate(_) => 4,
+        _ => 1,
+    }
+}
+
+fn weighted(actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
+    let total: u32 = actions.iter().map(weight).sum();
+    let mut pick = rng.random_range(0..total);
+    for a in actions {
+        if pick < weight(a) {
+            return *a;
+        }
+        pick -= weight(a);
+    }
+    unreachable!("pick < total")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locklab_model::scenario::Scenario;
+    use locklab_model::search::replay;
+
+    fn model(name: &str) -> LockModel {
+        let path = format!("{}/../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        LockModel::new(&Scenario::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_schedule() {
+        let m = model("lua-release-failover-wait");
+        let a = generate(&m, 7);
+        assert_eq!(a, generate(&m, 7));
+        assert_ne!(a.actions, generate(&m, 8).actions);
+        assert!(a.actions.len() > 10, "{:?}", a.actions);
+    }
+
+    #[test]
+    fn schedules_keep_the_fault_budget_and_apply_in_the_model() {
+        for name in [
+            "lua-release-pause",
+            "fencing-failover",
+            "setnx-expire-crash",
+        ] {
+            let m = model(name);
+            let f = &m.scenario.faults;
+            for seed in 0..20 {
+                let s = generate(&m, seed);
+                assert!(replay(&m, &s.actions).is_some(), "{name} seed {seed}");
+                let count = |k: FaultKind| {
+                    s.actions
+                        .iter()
+                        .filter(|a| FaultKind::of(a) == Some(k))
+                        .count() as u32
+                };
+                assert!(count(FaultKind::Pause) <= f.pauses, "{name} seed {seed}");
+                assert!(count(FaultKind::Crash) <= f.crashes, "{name} seed {seed}");
+                assert!(
+                    count(FaultKind::Failover) <= f.failovers,
+                    "{name} seed {seed}"
+                );
+                let ticks = s.actions.iter().filter(|a| **a == Action::Tick).count();
+                assert!(ticks as u32 <= m.scenario.timing.horizon);
+            }
+        }
+    }
+
+    #[test]
+    fn most_schedules_complete_a_critical_section() {
+        // Chaos on a scenario whose properties hold proves something only when clients
+        // get through; the failover scenario needs its replica to catch up before WAIT.
+        for name in [
+            "lua-release-failover-wait",
+            "lua-release-no-faults",
+            "reentrant-reentry",
+        ] {
+            let m = model(name);
+            let done = (0..40)
+                .filter(|&seed| {
+                    generate(&m, seed)
+                        .actions
+                        .iter()
+                        .any(|a| matches!(a, Action::Write(_)))
+                })
+                .count();
+            eprintln!("{name}: {done} of 40 schedules complete a critical section");
+            assert!(
+                done >= 20,
+                "{name}: only {done} of 40 schedules complete one"
+            );
+        }
+    }
+
+    #[test]
+    fn faults_come_at_different_moments_and_pauses_end() {
+        // Over many seeds a one-pause scenario pauses in most runs, in several different
+        // ticks, and every pause is resumed.
+        let m = model("lua-release-pause");
+        let mut ticks = std::collections::BTreeSet::new();
+        let mut paused_runs = 0;
+        for seed in 0..40 {
+            let s = generate(&m, seed);
+            let faults = s.faults();
+            let count = |f: fn(&Action) -> bool| faults.iter().filter(|(_, a)| f(a)).count();
+            let pauses = count(|a| matches!(a, Action::Pause(_)));
+            assert!(pauses <= 1, "seed {seed}: {faults:?}");
+            assert_eq!(
+                count(|a| matches!(a, Action::Resume(_))),
+                pauses,
+                "seed {seed}: {faults:?}"
+            );
+            if let Some((tick, _)) = faults.iter().find(|(_, a)| matches!(a, Action::Pause(_))) {
+                paused_runs += 1;
+                ticks.insert(*tick);
+            }
+        }
+        assert!(paused_runs >= 30, "only {paused_runs} of 40 runs paused");
+        assert!(ticks.len() >= 3, "pauses only at ticks {ticks:?}");
+    }
+}

@@ -1,0 +1,782 @@
+//! The real-run engine: a scenario's clients, Redis nodes, faults and stock resource
+//! on real containers, driven one model [`Action`] at a time.
+//!
+//! A [`Run`] maps the scenario's topology onto a [`locklab_cluster::Cluster`] (masters,
+//! replicas per master, a Docker network per run, clock control when a clock can jump)
+//! through the [`nemesis::Nemesis`], starts one [`client::Client`] per scenario client
+//! (each running the design's sans-IO `LockMachine` from `src/` on real connections
+//! through its own [`proxy::LinkProxy`] per master), and executes model actions for
+//! real with [`Run::step`]: an acquire runs the machine and queues its requests, a
+//! delivery sends the request to Redis (the reply is held while the client is paused),
+//! a tick lets `tick_ms` of real time pass, a fault happens to a container, a proxy or a
+//! clock. Everything is recorded in a [`history::History`] that [`checker::check`]
+//! judges for the model's four properties, and in a printable [`TimelineEntry`] list.
+//!
+//! Time: TTLs are `ttl × tick_ms` real milliseconds on the Redis servers. A tick lasts
+//! at least `tick_ms`; when the model says a key expires at the tick being entered, the
+//! tick also waits until the key really expired on its node (its deadline is known from
+//! `PTTL` observed after every step), so a key set late within a tick is not still
+//! there for a command the model runs just after the expiry. Clients read the run's
+//! tick clock (`tick × tick_ms`, plus their clock offset): the clock readings the
+//! lock machines compute validity and timestamps from are the model's.
+//!
+//! The run's containers are removed by [`Run::finish`], and by dropping the run (an
+//! error, a panic): [`locklab_cluster::Cluster`] tears down on drop.
+
+pub mod checker;
+pub mod client;
+pub mod history;
+pub mod nemesis;
+pub mod proxy;
+
+use std::time::{Duration, Instant};
+
+use locklab::resource::Stock;
+use locklab::{Command, LockConfig, Millis, NoAnswer, Reply};
+use locklab_cluster::{ClusterError, RespValue};
+use locklab_model::model::{Action, LockModel, Op, INITIAL_STOCK};
+use locklab_model::scenario::Scenario;
+
+use client::{Change, Client, Phase, LINK_TIMEOUTS};
+use history::{Event, History};
+use nemesis::Nemesis;
+
+/// Why a run could not go on.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Docker, the image or a container operation failed.
+    #[error("{0}")]
+    Cluster(#[from] ClusterError),
+    /// An action that does not apply in the run's state (a trace of another scenario).
+    #[error("step {step}: {action}: {why}")]
+    Inapplicable {
+        step: usize,
+        action: String,
+        why: String,
+    },
+    /// A client connection could not be set up.
+    #[error("client connection: {0}")]
+    Client(String),
+}
+
+impl RunError {
+    /// Whether the environment cannot run containers (no engine, no image).
+    pub fn is_environment(&self) -> bool {
+        matches!(self, RunError::Cluster(e) if e.is_environment())
+    }
+}
+
+/// One line of the real timeline: when, who, what, and Redis' reply if any.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TimelineEntry {
+    /// Real milliseconds since the run started.
+    pub ms: f64,
+    /// `client1`, `node1`, `clock`, `nemesis`, `stock`.
+    pub actor: String,
+    /// The command sent, the fault carried out, the step taken.
+    pub event: String,
+    /// Redis' (or the stock store's) reply; null when there is none.
+    pub reply: Option<String>,
+}
+
+/// How to run.
+#[derive(Clone, Copy, Debug)]
+pub struct RunOptions {
+    /// Real milliseconds per model tick.
+    pub tick_ms: u64,
+}
+
+impl RunOptions {
+    /// The scenario's own `tick_ms`.
+    pub fn of(scenario: &Scenario) -> Self {
+        RunOptions {
+            tick_ms: scenario.timing.tick_ms,
+        }
+    }
+}
+
+/// The lock key's expiry on one node as last observed.
+#[derive(Clone, Copy, Debug)]
+struct Expiry {
+    /// The tick at which the model would expire it.
+    tick: u32,
+    /// When it really expires.
+    at: Instant,
+}
+
+/// The real lock configuration of a scenario: the model's, with times in milliseconds.
+pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
+    let mut cfg = LockModel::new(scenario).cfg;
+    cfg.ttl = scenario.timing.ttl as u64 * tick_ms;
+    // WAIT must not outlast a tick: the model answers it within one step.
+    cfg.wait_timeout_ms = (tick_ms / 5).max(5);
+    cfg
+}
+
+/// One real run of a scenario.
+pub struct Run {
+    scenario: Scenario,
+    cfg: LockConfig,
+    tick_ms: u64,
+    program: Vec<Op>,
+    nemesis: Nemesis,
+    clients: Vec<Client>,
+    stock: Stock,
+    history: History,
+    timeline: Vec<TimelineEntry>,
+    emulations: Vec<String>,
+    t0: Instant,
+    tick: u32,
+    tick_started: Instant,
+    next_token: u32,
+    steps: usize,
+    /// Per node: the client whose command last wrote the lock entry (ghost state, as
+    /// the model's entry owner, kept from the replies of the commands).
+    owner: Vec<Option<usize>>,
+    /// Per node: the last observed lock-key state (exists, has expiry).
+    seen: Vec<Option<(Option<usize>, bool)>>,
+    expiry: Vec<Option<Expiry>>,
+}
+
+impl std::fmt::Debug for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Run")
+            .field("scenario", &self.scenario.name)
+            .field("tick", &self.tick)
+            .field("nemesis", &self.nemesis)
+            .field("clients", &self.clients)
+            .finish()
+    }
+}
+
+fn client_name(c: usize) -> String {
+    format!("client{}", c + 1)
+}
+
+fn node_name(n: usize) -> String {
+    format!("node{}", n + 1)
+}
+
+fn inapplicable(step: usize, action: Action, why: &str) -> RunError {
+    RunError::Inapplicable {
+        step,
+        action: action.to_string(),
+        why: why.to_string(),
+    }
+}
+
+impl Run {
+    /// Start the containers and the clients of `scenario`. Nothing is left behind on error.
+    pub async fn start(scenario: &Scenario, options: RunOptions) -> Result<Run, RunError> {
+        let tick_ms = options.tick_ms.max(1);
+        let cfg = lock_config(scenario, tick_ms);
+        let model = LockModel::new(scenario);
+        let masters = scenario.topology.masters as usize;
+        let replicas = scenario.topology.replicas as usize;
+        let n_clients = scenario.clients.count as usize;
+        let nemesis = Nemesis::start(
+            masters,
+            replicas,
+            n_clients,
+            scenario.faults.clock_jumps > 0,
+        )
+        .await?;
+        let mut clients = Vec::new();
+        for c in 0..n_clients {
+            let urls: Vec<String> = (0..masters).map(|m| nemesis.link(c, m).url()).collect();
+            let client = Client::new(c, &cfg, &urls, scenario.clients.attempts)
+                .map_err(|e| RunError::Client(e.to_string()))?;
+            clients.push(client);
+        }
+        let nodes = nemesis.nodes();
+        let now = Instant::now();
+        Ok(Run {
+            scenario: scenario.clone(),
+            cfg,
+            tick_ms,
+            program: model.program().to_vec(),
+            nemesis,
+            clients,
+            stock: Stock::new(INITIAL_STOCK, scenario.fencing),
+            history: History::new(scenario.design, scenario.fencing, INITIAL_STOCK),
+            timeline: Vec::new(),
+            emulations: Vec::new(),
+            t0: now,
+            tick: 0,
+            tick_started: now,
+            next_token: 0,
+            steps: 0,
+            owner: vec![None; nodes],
+            seen: vec![None; nodes],
+            expiry: vec![None; nodes],
+        })
+    }
+
+    /// Real milliseconds since the run started.
+    pub fn elapsed_ms(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// The model tick the run is at.
+    pub fn tick(&self) -> u32 {
+        self.tick
+    }
+
+    /// The real lock configuration (times in ms).
+    pub fn config(&self) -> &LockConfig {
+        &self.cfg
+    }
+
+    /// The clients.
+    pub fn clients(&self) -> &[Client] {
+        &self.clients
+    }
+
+    /// The cluster and its faults.
+    pub fn nemesis(&self) -> &Nemesis {
+        &self.nemesis
+    }
+
+    /// The history so far.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// The timeline so far.
+    pub fn timeline(&self) -> &[TimelineEntry] {
+        &self.timeline
+    }
+
+    /// The emulations this run used (named in reports), e.g. a node clock jump.
+    pub fn emulations(&self) -> &[String] {
+        &self.emulations
+    }
+
+    /// The id of the run's cluster (label of its containers and network).
+    pub fn cluster_id(&self) -> String {
+        self.nemesis.cluster().id().to_string()
+    }
+
+    fn record(&mut self, event: Event) {
+        let ms = self.elapsed_ms();
+        self.history.push(ms, event);
+    }
+
+    fn line(&mut self, actor: String, event: String, reply: Option<String>) {
+        let ms = self.elapsed_ms();
+        self.timeline.push(TimelineEntry {
+            ms,
+            actor,
+            event,
+            reply,
+        });
+    }
+
+    fn emulation(&mut self, what: &str) {
+        if !self.emulations.iter().any(|e| e == what) {
+            self.emulations.push(what.to_string());
+        }
+    }
+
+    /// Client `c`'s clock reading: the run's tick clock plus its offset.
+    fn clock(&self, c: usize) -> Millis {
+        self.tick as Millis * self.tick_ms as Millis + self.clients[c].clock_offset
+    }
+
+    fn serving(&self) -> Vec<usize> {
+        (0..self.scenario.topology.masters as usize)
+            .map(|m| self.nemesis.serving(m))
+            .collect()
+    }
+
+    /// Put a client's change into the history.
+    fn changed(&mut self, c: usize, change: Change) {
+        match change {
+            Change::Acquired { fence } => {
+                self.record(Event::Acquired { client: c, fence });
+                let fence = fence
+                    .map(|f| format!(" (fencing token {f})"))
+                    .unwrap_or_default();
+                self.line(
+                    client_name(c),
+                    format!("acquired{fence}: enters critical section"),
+                    None,
+                );
+            }
+            Change::AcquireFailed(outcome) => {
+                self.record(Event::AcquireFailed {
+                    client: c,
+                    outcome: outcome.clone(),
+                });
+                self.line(client_name(c), format!("acquire failed: {outcome}"), None);
+                if self.clients[c].phase == Phase::Done {
+                    self.record(Event::Done { client: c });
+                }
+            }
+            Change::Answered { done } => {
+                if done {
+                    self.record(Event::Done { client: c });
+                    self.line(client_name(c), "released: done".into(), None);
+                }
+            }
+            Change::Extended => self.line(client_name(c), "lease extended".into(), None),
+            Change::None => {}
+        }
+    }
+
+    /// Execute one model action for real. `Tick` waits; every other step is carried out
+    /// at once (the model's message delays are the actions' order).
+    pub async fn step(&mut self, action: Action) -> Result<(), RunError> {
+        self.steps += 1;
+        let step = self.steps;
+        let serving = self.serving();
+        match action {
+            Action::Tick => self.next_tick().await,
+            Action::Acquire(c) => {
+                let c = c as usize;
+                self.next_token += 1;
+                let token = format!("t{}", self.next_token);
+                let now = self.clock(c);
+                let cl = &mut self.clients[c];
+                if cl.phase != Phase::Idle {
+                    return Err(inapplicable(step, action, "the client is not idle"));
+                }
+                cl.attempts = cl.attempts.saturating_sub(1);
+                cl.phase = Phase::Acquiring;
+                let s = cl.machine.acquire(&self.cfg, now, &token);
+                let change = cl.apply(s, &serving, &self.program);
+                self.record(Event::AcquireStart {
+                    client: c,
+                    token: token.clone(),
+                });
+                self.line(client_name(c), format!("acquire (token {token})"), None);
+                self.changed(c, change);
+            }
+            Action::Deliver(c, m) | Action::Timeout(c, m) => {
+                self.deliver(step, action, c as usize, m as usize).await?
+            }
+            Action::Receive(c, m) => {
+                let (c, m) = (c as usize, m as usize);
+                let f = self.clients[c].flights[m]
+                    .clone()
+                    .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
+                let answer = f
+                    .held
+                    .ok_or_else(|| inapplicable(step, action, "no reply is held"))?;
+                let shown = answer
+                    .as_ref()
+                    .map_or("no answer".into(), |r| r.to_string());
+                self.record(Event::Receive {
+                    client: c,
+                    node: f.node,
+                    reply: shown.clone(),
+                });
+                self.line(
+                    client_name(c),
+                    format!(
+                        "receives the held reply to {} from {}",
+                        f.command,
+                        node_name(f.node)
+                    ),
+                    Some(shown),
+                );
+                let now = self.clock(c);
+                let change =
+                    self.clients[c].answer(&self.cfg, m, answer, now, &serving, &self.program);
+                self.changed(c, change);
+            }
+            Action::Renew(c) => {
+                let c = c as usize;
+                let now = self.clock(c);
+                let s = self.clients[c].machine.renew(&self.cfg, now);
+                let change = self.clients[c].apply(s, &serving, &self.program);
+                self.line(client_name(c), "watchdog renews".into(), None);
+                self.changed(c, change);
+            }
+            Action::Read(c) | Action::Write(c) | Action::Release(c) | Action::Reenter(c) => {
+                self.program_step(step, action, c as usize)?
+            }
+            Action::Replicate(n) => {
+                let what = self.nemesis.replicate(n as usize).await?;
+                let n = n as usize;
+                if let Some(m) = self.nemesis.serving_slot_of_replica(n) {
+                    self.owner[n] = self.owner[self.nemesis.serving(m)];
+                }
+                self.record(Event::Fault { what: what.clone() });
+                self.line(node_name(n), format!("replicates: {what}"), None);
+            }
+            Action::Pause(c) => {
+                let c = c as usize;
+                self.clients[c].gate.pause();
+                self.record(Event::Pause { client: c });
+                self.line(
+                    client_name(c),
+                    "FAULT stop-the-world pause (work, renewal and replies stop)".into(),
+                    None,
+                );
+            }
+            Action::Resume(c) => {
+                let c = c as usize;
+                self.clients[c].gate.resume();
+                self.record(Event::Resume { client: c });
+                self.line(client_name(c), "resumes".into(), None);
+            }
+            Action::Crash(c) => {
+                let c = c as usize;
+                let urls: Vec<String> = (0..serving.len())
+                    .map(|m| self.nemesis.link(c, m).url())
+                    .collect();
+                self.clients[c].crash(&self.cfg, &urls);
+                self.record(Event::Crash { client: c });
+                self.line(
+                    client_name(c),
+                    "FAULT crashes (process gone, connections dropped)".into(),
+                    None,
+                );
+            }
+            Action::Failover(m, r) => {
+                let (m, r) = (m as usize, r as usize);
+                if r >= self.nemesis.nodes() || m >= serving.len() {
+                    return Err(inapplicable(step, action, "no such node"));
+                }
+                let what = self.nemesis.failover(m, r).await?;
+                self.reconnect_slot(m)?;
+                self.record(Event::Fault { what: what.clone() });
+                self.line("nemesis".into(), format!("FAULT failover: {what}"), None);
+            }
+            Action::Restart(n) => {
+                let n = n as usize;
+                let what = self.nemesis.restart(n).await?;
+                self.owner[n] = None;
+                for (m, _) in serving.iter().enumerate().filter(|(_, &s)| s == n) {
+                    self.reconnect_slot(m)?;
+                }
+                self.record(Event::Fault { what: what.clone() });
+                self.line("nemesis".into(), format!("FAULT restart: {what}"), None);
+            }
+            Action::Partition(c, m) | Action::Heal(c, m) => {
+                let cut = matches!(action, Action::Partition(..));
+                let what = self.nemesis.partition(c as usize, m as usize, cut);
+                self.record(Event::Fault { what: what.clone() });
+                let tag = if cut { "FAULT partition" } else { "heal" };
+                self.line("nemesis".into(), format!("{tag}: {what}"), None);
+            }
+            Action::NodeClockJump(n) => {
+                let jump = self.scenario.timing.clock_jump as i64 * self.tick_ms as i64;
+                let what = self.nemesis.clock_jump(n as usize, jump).await?;
+                self.emulation(nemesis::NODE_CLOCK_EMULATION);
+                self.record(Event::Fault { what: what.clone() });
+                self.line(
+                    "nemesis".into(),
+                    format!("FAULT clock jump (emulated): {what}"),
+                    None,
+                );
+            }
+            Action::ClientClockJump(c) => {
+                let c = c as usize;
+                let jump = self.scenario.timing.clock_jump as i64 * self.tick_ms as i64;
+                self.clients[c].clock_offset += jump;
+                self.emulation(nemesis::CLIENT_CLOCK_EMULATION);
+                let what = format!("{} clock +{jump} ms", client_name(c));
+                self.record(Event::Fault { what: what.clone() });
+                self.line(
+                    "nemesis".into(),
+                    format!("FAULT clock jump (emulated): {what}"),
+                    None,
+                );
+            }
+        }
+        self.observe().await;
+        Ok(())
+    }
+
+    /// Every client's link to slot `m` reconnects (its proxy now leads to another node).
+    fn reconnect_slot(&mut self, m: usize) -> Result<(), RunError> {
+        for c in 0..self.clients.len() {
+            let url = self.nemesis.link(c, m).url();
+            self.clients[c]
+                .reconnect(m, &url)
+                .map_err(|e| RunError::Client(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// The clock advances one tick: at least `tick_ms` after the last tick began, and
+    /// not before every key the model expires at this tick really expired.
+    async fn next_tick(&mut self) {
+        self.tick += 1;
+        let mut until = self.tick_started + Duration::from_millis(self.tick_ms);
+        for e in self.expiry.iter().flatten() {
+            if e.tick <= self.tick {
+                until = until.max(e.at + Duration::from_millis(2));
+            }
+        }
+        tokio::time::sleep_until(until.into()).await;
+        self.tick_started = Instant::now();
+        let tick = self.tick;
+        self.record(Event::Tick { tick });
+        self.line("clock".into(), format!("tick {tick}"), None);
+    }
+
+    /// Deliver (or time out) the request of client `c` on slot `m`: really send it.
+    async fn deliver(
+        &mut self,
+        step: usize,
+        action: Action,
+        c: usize,
+        m: usize,
+    ) -> Result<(), RunError> {
+        let serving = self.serving();
+        let f = self.clients[c].flights[m]
+            .clone()
+            .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
+        if f.held.is_some() {
+            return Err(inapplicable(step, action, "the reply is already held"));
+        }
+        let node = f.node;
+        let answer: Result<Reply, String> = if node == serving[m] {
+            self.clients[c]
+                .send(m)
+                .await
+                .map(|(_, a)| a)
+                .unwrap_or_else(|| Err("no request".into()))
+        } else {
+            // Addressed to a node that no longer serves the slot (it died): the client
+            // still talks to that node's address.
+            let url = format!("redis://{}", self.nemesis.addr(node));
+            match locklab::driver::Node::new(m, &url, LINK_TIMEOUTS) {
+                Ok(direct) => direct.execute(&f.command).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            }
+        };
+        if let Ok(reply) = &answer {
+            self.track_owner(c, node, &f.command, reply);
+        }
+        let paused = self.clients[c].gate.is_paused();
+        let (reply, error) = match &answer {
+            Ok(r) => (Some(r.to_string()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        self.record(Event::Command {
+            client: c,
+            node,
+            command: f.command.to_string(),
+            reply: reply.clone(),
+            error: error.clone(),
+            held: paused && answer.is_ok(),
+        });
+        let mut event = format!("{} -> {}", f.command, node_name(node));
+        if paused && answer.is_ok() {
+            event.push_str(" (reply held: client paused)");
+        }
+        let shown = reply.or(error.map(|e| format!("no answer: {e}")));
+        self.line(client_name(c), event, shown);
+        let answer = answer.map_err(|_| NoAnswer);
+        if paused && answer.is_ok() {
+            if let Some(fl) = self.clients[c].flights[m].as_mut() {
+                fl.held = Some(answer);
+            }
+            return Ok(());
+        }
+        let now = self.clock(c);
+        let change = self.clients[c].answer(&self.cfg, m, answer, now, &serving, &self.program);
+        self.changed(c, change);
+        Ok(())
+    }
+
+    /// Keep the ghost owner of the lock entry on `node` from a command's reply, and
+    /// record a displacement: the reply says the command removed the entry (`DEL` → 1,
+    /// compare-and-delete → 1, reentrant unlock at zero → 1) or overwrote it (`GETSET`
+    /// → the old value); the ghost says whose entry it was.
+    fn track_owner(&mut self, c: usize, node: usize, command: &Command, reply: &Reply) {
+        use locklab::Script;
+        if !command.keys().contains(&self.cfg.key.as_str()) {
+            return;
+        }
+        let removed = match command {
+            Command::Del { .. } => *reply == Reply::Int(1),
+            Command::Eval { script, .. } => {
+                matches!(script, Script::CompareAndDelete | Script::ReentrantUnlock)
+                    && *reply == Reply::Int(1)
+            }
+            _ => false,
+        };
+        let overwrote = matches!(command, Command::GetSet { .. }) && *reply != Reply::Nil;
+        let created = match command {
+            Command::SetNx { .. } => *reply == Reply::Int(1),
+            Command::SetNxPx { .. } => *reply == Reply::Ok,
+            Command::GetSet { .. } => true,
+            Command::Eval {
+                script: Script::ReentrantLock,
+                ..
+            } => *reply == Reply::Nil && self.owner[node].is_none_or(|o| o == c),
+            _ => false,
+        };
+        if removed || overwrote {
+            if let Some(owner) = self.owner[node] {
+                self.record(Event::Displaced { node, by: c, owner });
+                if owner != c {
+                    self.line(
+                        client_name(c),
+                        format!(
+                            "removed or overwrote the lock entry {} wrote on {}",
+                            client_name(owner),
+                            node_name(node)
+                        ),
+                        None,
+                    );
+                }
+            }
+            self.owner[node] = None;
+        }
+        if created {
+            self.owner[node] = Some(c);
+        }
+    }
+
+    /// A step of the critical-section program: read or write the stock, release, re-enter.
+    fn program_step(&mut self, step: usize, action: Action, c: usize) -> Result<(), RunError> {
+        let Phase::Critical { pc, read } = self.clients[c].phase.clone() else {
+            return Err(inapplicable(
+                step,
+                action,
+                "the client is not in its critical section",
+            ));
+        };
+        let fence = self.clients[c].machine.grant().and_then(|g| g.fence);
+        let serving = self.serving();
+        match action {
+            Action::Read(_) => match self.stock.read(fence) {
+                Ok(v) => {
+                    self.clients[c].phase = Phase::Critical {
+                        pc: pc + 1,
+                        read: Some(v),
+                    };
+                    self.record(Event::StockRead {
+                        client: c,
+                        token: fence,
+                        value: Some(v),
+                    });
+                    self.line(client_name(c), "reads stock".into(), Some(v.to_string()));
+                }
+                Err(rej) => {
+                    let release = self
+                        .program
+                        .iter()
+                        .rposition(|o| *o == Op::Release)
+                        .unwrap_or(pc);
+                    self.clients[c].phase = Phase::Critical {
+                        pc: release,
+                        read: None,
+                    };
+                    self.record(Event::StockRead {
+                        client: c,
+                        token: fence,
+                        value: None,
+                    });
+                    self.record(Event::Leave { client: c });
+                    self.line(
+                        client_name(c),
+                        format!("reads stock with token {}", rej.token),
+                        Some(format!("rejected: newest token is {}", rej.newest)),
+                    );
+                }
+            },
+            Action::Write(_) => {
+                let read = read.ok_or_else(|| {
+                    inapplicable(step, action, "the client has not read the stock")
+                })?;
+                let result = self.stock.write(fence, read - 1);
+                let stock = self.stock.value;
+                self.clients[c].phase = Phase::Critical {
+                    pc: pc + 1,
+                    read: Some(read),
+                };
+                self.record(Event::StockWrite {
+                    client: c,
+                    token: fence,
+                    value: read - 1,
+                    accepted: result.is_ok(),
+                    stock,
+                });
+                self.record(Event::Leave { client: c });
+                let reply = match result {
+                    Ok(()) => format!("accepted, stock {stock}"),
+                    Err(r) => format!("rejected: token {} < newest {}", r.token, r.newest),
+                };
+                self.line(
+                    client_name(c),
+                    format!("writes stock {}: leaves critical section", read - 1),
+                    Some(reply),
+                );
+            }
+            _ => {
+                let now = self.clock(c);
+                self.clients[c].phase = Phase::Waiting { pc, read };
+                let s = if let Action::Reenter(_) = action {
+                    self.next_token += 1;
+                    let token = format!("t{}", self.next_token);
+                    self.line(client_name(c), "re-enters the lock".into(), None);
+                    self.clients[c].machine.acquire(&self.cfg, now, &token)
+                } else {
+                    self.record(Event::ReleaseStart { client: c });
+                    self.line(client_name(c), "releases".into(), None);
+                    self.clients[c].machine.release(&self.cfg, now)
+                };
+                let change = self.clients[c].apply(s, &serving, &self.program);
+                self.changed(c, change);
+            }
+        }
+        Ok(())
+    }
+
+    /// Look at the lock key on every observable node: record it for the checker when
+    /// it changed (or has no expiry), and learn when it really expires.
+    async fn observe(&mut self) {
+        let key = self.cfg.key.clone();
+        for n in 0..self.nemesis.nodes() {
+            if !self.nemesis.observable(n) {
+                continue;
+            }
+            let at = Instant::now();
+            let Ok(v) = self.nemesis.node(n).command(&["PTTL", &key]).await else {
+                continue;
+            };
+            let pttl = match v {
+                RespValue::Int(i) => i,
+                _ => -2,
+            };
+            if pttl == -2 {
+                self.expiry[n] = None;
+                self.seen[n] = None;
+                continue;
+            }
+            self.expiry[n] = (pttl >= 0).then(|| Expiry {
+                tick: self.tick + ((pttl as f64) / self.tick_ms as f64).round().max(0.0) as u32,
+                at: at + Duration::from_millis(pttl as u64),
+            });
+            let state = (self.owner[n], pttl >= 0);
+            if self.seen[n] != Some(state) || pttl == -1 {
+                self.seen[n] = Some(state);
+                self.record(Event::KeyObserved {
+                    node: n,
+                    owner: self.owner[n],
+                    pttl_ms: pttl,
+                });
+            }
+        }
+    }
+
+    /// Look once more, then remove the containers; returns the history.
+    pub async fn finish(mut self) -> Result<(History, Vec<TimelineEntry>), RunError> {
+        self.observe().await;
+        let Run {
+            nemesis,
+            history,
+            timeline,
+            ..
+        } = self;
+        nemesis.shutdown().await?;
+        Ok((history, timeline))
+    }
+}

@@ -1,0 +1,274 @@
+//! The real faults and the cluster they happen to.
+//!
+//! Nodes are numbered as in the model: masters `0..M`, then the replicas of master 0,
+//! of master 1, ... Each fault really happens:
+//!
+//! - replication lag: every replica is disconnected from the run's Docker network from
+//!   the start, so it misses the master's writes until the model lets it catch up
+//!   ([`Nemesis::replicate`]: reconnect, resync, `WAIT` on the master until the replica
+//!   acknowledged everything, disconnect again; this takes a few hundred ms of real
+//!   time). A `docker pause` would not do: the master's writes wait in the frozen
+//!   replica's socket buffer and are applied the moment it runs again;
+//! - failover: the master is `docker kill`ed, the replica that missed the latest writes
+//!   is promoted with `REPLICAOF NO ONE`, and every client's link to that master slot
+//!   is pointed at it (clients reconnect);
+//! - restart: the container is removed and created again, empty (no persistence);
+//! - partition: the link's [`LinkProxy`] cuts it (and heal opens it again);
+//! - node clock jump: libclockshift in the container steps the node's wall clock, which
+//!   drives `TIME` and key expiry. This is an emulation of a clock jump (an `LD_PRELOAD`
+//!   shift of the clock Redis reads), named as such in every report.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use locklab_cluster::{Cluster, ClusterError, Node as ClusterNode};
+
+use super::proxy::{LinkProxy, LinkState};
+
+/// The name of the node clock-jump emulation, as reports show it.
+pub const NODE_CLOCK_EMULATION: &str =
+    "node clock jump: libclockshift (LD_PRELOAD) steps the wall clock Redis reads for TIME and key expiry";
+/// The name of the client clock-jump emulation, as reports show it.
+pub const CLIENT_CLOCK_EMULATION: &str =
+    "client clock jump: the harness shifts the clock reading it gives the client's lock machine";
+
+/// How long a replica may take to catch up with its master.
+const CATCH_UP: Duration = Duration::from_secs(5);
+
+/// The cluster of one run, its topology as the model sees it, and the link proxies.
+pub struct Nemesis {
+    cluster: Cluster,
+    masters: usize,
+    replicas: usize,
+    /// Which physical node serves each master slot.
+    serving: Vec<usize>,
+    /// Per node: up (not killed).
+    alive: Vec<bool>,
+    /// Per node: cut off from the run's network (replicas between catch-ups).
+    cut_off: Vec<bool>,
+    /// Per node: the wall-clock offset set through libclockshift, in ms.
+    clock_offset: Vec<i64>,
+    /// Per client, per master slot: the link proxy.
+    links: Vec<Vec<LinkProxy>>,
+}
+
+impl std::fmt::Debug for Nemesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nemesis")
+            .field("cluster", &self.cluster.id())
+            .field("serving", &self.serving)
+            .field("alive", &self.alive)
+            .finish()
+    }
+}
+
+impl Nemesis {
+    /// Start the cluster (`masters`, `replicas` per master, clock control when a
+    /// clock can jump), freeze the replicas, and put a proxy on every client→master link.
+    pub async fn start(
+        masters: usize,
+        replicas: usize,
+        clients: usize,
+        clock_control: bool,
+    ) -> Result<Nemesis, ClusterError> {
+        let cluster = Cluster::builder()
+            .masters(masters)
+            .replicas(replicas)
+            .clock_control(clock_control)
+            .start()
+            .await?;
+        let nodes = masters * (1 + replicas);
+        let mut n = Nemesis {
+            cluster,
+            masters,
+            replicas,
+            serving: (0..masters).collect(),
+            alive: vec![true; nodes],
+            cut_off: vec![false; nodes],
+            clock_offset: vec![0; nodes],
+            links: Vec::new(),
+        };
+        for node in masters..nodes {
+            n.node(node).disconnect_from_network().await?;
+            n.cut_off[node] = true;
+        }
+        for _ in 0..clients {
+            let mut row = Vec::new();
+            for m in 0..masters {
+                let up = n.node(n.serving[m]).addr();
+                row.push(LinkProxy::start(up).await.map_err(|e| {
+                    ClusterError::Unsupported(format!("link proxy on 127.0.0.1: {e}"))
+                })?);
+            }
+            n.links.push(row);
+        }
+        Ok(n)
+    }
+
+    /// The cluster (its id labels every container and the network).
+    pub fn cluster(&self) -> &Cluster {
+        &self.cluster
+    }
+
+    /// Number of physical nodes.
+    pub fn nodes(&self) -> usize {
+        self.alive.len()
+    }
+
+    /// Node `n` in the model's numbering.
+    pub fn node(&self, n: usize) -> &ClusterNode {
+        if n < self.masters {
+            self.cluster.master(n)
+        } else {
+            let r = n - self.masters;
+            self.cluster.replica(r / self.replicas, r % self.replicas)
+        }
+    }
+
+    /// The master slot a replica belongs to.
+    fn master_of(&self, n: usize) -> Option<usize> {
+        (n >= self.masters).then(|| (n - self.masters) / self.replicas)
+    }
+
+    /// The physical node serving master slot `m`.
+    pub fn serving(&self, m: usize) -> usize {
+        self.serving[m]
+    }
+
+    /// Whether node `n` is up.
+    pub fn alive(&self, n: usize) -> bool {
+        self.alive[n]
+    }
+
+    /// Whether node `n` can be observed now (up).
+    pub fn observable(&self, n: usize) -> bool {
+        self.alive[n]
+    }
+
+    /// The link proxy of client `c` to master slot `m`.
+    pub fn link(&self, c: usize, m: usize) -> &LinkProxy {
+        &self.links[c][m]
+    }
+
+    /// The address of node `n` on 127.0.0.1 (its published port).
+    pub fn addr(&self, n: usize) -> SocketAddr {
+        self.node(n).addr()
+    }
+
+    /// Replica `n` catches up with its master: back on the network, `REPLICAOF` again
+    /// (a partial resync at once, instead of waiting for the replica to notice that its
+    /// old link is dead), `WAIT` on the master until it acknowledged every write, then
+    /// off the network again.
+    pub async fn replicate(&mut self, n: usize) -> Result<String, ClusterError> {
+        let m = self
+            .master_of(n)
+            .ok_or_else(|| ClusterError::Unsupported(format!("node{} is no replica", n + 1)))?;
+        let master = self.serving[m];
+        if self.cut_off[n] {
+            self.node(n).connect_to_network().await?;
+            self.cut_off[n] = false;
+        }
+        self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
+        self.node(n).replicate_from(self.node(master)).await?;
+        self.node(n).wait_for_link_up(CATCH_UP).await?;
+        let timeout = CATCH_UP.as_millis().to_string();
+        let acks = self
+            .node(master)
+            .command_with_timeout(&["WAIT", "1", &timeout], CATCH_UP + Duration::from_secs(1))
+            .await?;
+        self.node(n).disconnect_from_network().await?;
+        self.cut_off[n] = true;
+        Ok(format!(
+            "node{} reconnected, resynced from node{} (WAIT 1 -> {}), disconnected again",
+            n + 1,
+            master + 1,
+            match acks {
+                locklab_cluster::RespValue::Int(i) => i.to_string(),
+                other => format!("{other:?}"),
+            }
+        ))
+    }
+
+    /// Master slot `m` fails over to replica `r`: the master is killed, the replica
+    /// (cut off, so it missed the latest writes) is promoted, and every client link of
+    /// the slot now leads to it.
+    pub async fn failover(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        let old = self.serving[m];
+        self.node(old).kill().await?;
+        self.alive[old] = false;
+        self.node(r).promote().await?;
+        self.serving[m] = r;
+        let up = self.addr(r);
+        for row in &self.links {
+            row[m].set_upstream(up);
+        }
+        Ok(format!(
+            "docker kill node{}; REPLICAOF NO ONE on node{}; clients reconnect to it",
+            old + 1,
+            r + 1
+        ))
+    }
+
+    /// Node `n` restarts empty (new container, no persistence).
+    pub async fn restart(&mut self, n: usize) -> Result<String, ClusterError> {
+        self.node(n).restart().await?;
+        self.alive[n] = true;
+        self.cut_off[n] = false;
+        self.clock_offset[n] = 0;
+        let up = self.addr(n);
+        for row in &self.links {
+            for (m, link) in row.iter().enumerate() {
+                if self.serving[m] == n {
+                    link.set_upstream(up);
+                }
+            }
+        }
+        if self.master_of(n).is_some() && self.serving.iter().all(|&s| s != n) {
+            // A replica comes back as a replica: cut off again until it may catch up.
+            self.node(n).disconnect_from_network().await?;
+            self.cut_off[n] = true;
+        }
+        Ok(format!(
+            "node{} removed and started again, empty (no persistence)",
+            n + 1
+        ))
+    }
+
+    /// Cut (`true`) or heal the link of client `c` to master slot `m`.
+    pub fn partition(&self, c: usize, m: usize, cut: bool) -> String {
+        let state = if cut { LinkState::Cut } else { LinkState::Open };
+        self.links[c][m].set_state(state);
+        format!(
+            "proxy 127.0.0.1:{} (client{} -> master{}) {}",
+            self.links[c][m].addr().port(),
+            c + 1,
+            m + 1,
+            if cut { "cut" } else { "open" }
+        )
+    }
+
+    /// Node `n`'s wall clock jumps forward by `ms` (emulation, see the module docs).
+    pub async fn clock_jump(&mut self, n: usize, ms: i64) -> Result<String, ClusterError> {
+        let offset = self.clock_offset[n] + ms;
+        self.node(n).set_clock_offset_ms(offset).await?;
+        self.clock_offset[n] = offset;
+        Ok(format!(
+            "node{} wall clock +{ms} ms (libclockshift offset {offset} ms)",
+            n + 1
+        ))
+    }
+
+    /// Remove every container and the network, reporting errors.
+    pub async fn shutdown(self) -> Result<(), ClusterError> {
+        let Nemesis { cluster, links, .. } = self;
+        drop(links);
+        cluster.shutdown().await
+    }
+}
+
+impl Nemesis {
+    /// The master slot whose replica node `n` is (None for a master).
+    pub fn serving_slot_of_replica(&self, n: usize) -> Option<usize> {
+        self.master_of(n)
+    }
+}

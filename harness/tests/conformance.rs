@@ -1,0 +1,775 @@
+//! Conformance: the model's abstract Redis (`locklab_model::redis`, whose scripts run
+//! through the Rust semantics in `locklab::script`) against a real Redis in a container.
+//!
+//! Seeded random sequences of the commands the designs send (`SETNX`, `SET NX PX`, `GET`,
+//! `GETSET`, `DEL`, `PEXPIRE`, `INCR`, every Lua script — the reentrant ones work on
+//! hashes through `HINCRBY`/`HEXISTS`), with time passing and keys expiring, go to both:
+//! the model through `Exec::run`, Redis through `locklab::driver::Node::execute` (the
+//! translation the harness replays with). Every reply must agree, and after every tick
+//! each key's type, value, hash counts and remaining time to live must agree too.
+//!
+//! # Time
+//!
+//! The model's node clock counts ticks; a tick is `T` ms on the real node. Every command
+//! of tick `t` runs, from sending to reply, inside the first 40 % of the tick,
+//! `[tT, tT + 0.4T)`, and a time to live of `k` ticks is sent as `kT − T/2` ms. A key that
+//! the model expires at tick `e` therefore expires on the real node within
+//! `[eT − T/2, eT − T/10)`: after every command of tick `e − 1`, before any of tick `e`.
+//! No comparison is made near an expiry; a remaining `PTTL` of `r` ms is `⌈r/T⌉` ticks.
+//!
+//! Two time bases:
+//! - **real time**: `T` = 150 ms of wall time. A command that ends outside its window (a
+//!   loaded machine) makes its sequence inconclusive, never failed: the sequence runs
+//!   again from the start, on fresh keys, with `T` doubled.
+//! - **stepped clock**: the node's wall clock is stepped by 60 s per tick
+//!   (libclockshift, `Node::set_clock_offset_ms`), so many long sequences run in little
+//!   real time, and the windows hold by a wide margin.
+//!
+//! # Seeds
+//!
+//! Sequence `i` uses seed `base + i`; `base` is fixed unless `LOCKLAB_CONFORMANCE_SEED`
+//! sets it (`LOCKLAB_CONFORMANCE_SEQUENCES` sets how many). A failure prints its seed and
+//! the command line that runs that sequence alone.
+//!
+//! Not covered: `EXPIRE` (seconds) and direct `HINCRBY` — no design sends them, so
+//! locklab's `Command` has neither (hashes are reached through the reentrant scripts);
+//! `WAIT`, which the model answers from its replicas, not from a node's data.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use locklab::driver::{Node, NodeTimeouts};
+use locklab::{Command, Reply, Script, ScriptHost};
+use locklab_cluster::Cluster;
+use locklab_model::redis::{Data, Exec};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use redis::aio::MultiplexedConnection;
+use tokio::task::JoinSet;
+
+const DEFAULT_SEED: u64 = 0x00C0_4F0E;
+/// Values the sequences store: lock tokens, and numbers (so that `INCR` sometimes works
+/// on a lock key and `GETSET` sometimes replaces a counter).
+const VALUES: [&str; 5] = ["t1", "t2", "t3", "7", "41"];
+/// Reentrant owner fields.
+const OWNERS: [&str; 2] = ["o1", "o2"];
+/// Time to live of generated commands, in ticks: short, so keys expire often.
+const MAX_TTL: u64 = 4;
+/// The part of a tick in which its commands must have run.
+const WINDOW_PERCENT: u64 = 40;
+/// How often a late real-time sequence is retried (with the tick doubled each time).
+const REAL_TIME_ATTEMPTS: usize = 4;
+
+/// The keys of one sequence: a lock (string or reentrant hash) and a fencing counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    Lock,
+    Fence,
+}
+
+const KEYS: [Key; 2] = [Key::Lock, Key::Fence];
+
+impl Key {
+    fn name(self, prefix: &str) -> String {
+        match self {
+            Key::Lock => format!("{prefix}lock"),
+            Key::Fence => format!("{prefix}fence"),
+        }
+    }
+}
+
+/// One generated operation; times are in ticks.
+#[derive(Clone, Debug)]
+enum Op {
+    SetNx(Key, &'static str),
+    SetNxPx(Key, &'static str, u64),
+    Get(Key),
+    GetSet(Key, &'static str),
+    Del(Key),
+    PExpire(Key, u64),
+    Incr(Key),
+    /// A script with its one text argument (token or owner field) and a time to live.
+    Eval(Script, Key, &'static str, u64),
+}
+
+impl Op {
+    /// The command, with each time to live of `k` ticks given as `ms(k)`.
+    fn command(&self, prefix: &str, ms: impl Fn(u64) -> u64) -> Command {
+        let k = |key: &Key| key.name(prefix);
+        match self {
+            Op::SetNx(key, v) => Command::SetNx {
+                key: k(key),
+                value: v.to_string(),
+            },
+            Op::SetNxPx(key, v, ttl) => Command::SetNxPx {
+                key: k(key),
+                value: v.to_string(),
+                px: ms(*ttl),
+            },
+            Op::Get(key) => Command::Get { key: k(key) },
+            Op::GetSet(key, v) => Command::GetSet {
+                key: k(key),
+                value: v.to_string(),
+            },
+            Op::Del(key) => Command::Del { key: k(key) },
+            Op::PExpire(key, ttl) => Command::PExpire {
+                key: k(key),
+                ms: ms(*ttl),
+            },
+            Op::Incr(key) => Command::Incr { key: k(key) },
+            Op::Eval(script, key, arg, ttl) => {
+                let args = match script {
+                    Script::CompareAndDelete => vec![arg.to_string()],
+                    Script::CompareAndPexpire => vec![arg.to_string(), ms(*ttl).to_string()],
+                    Script::ReentrantLock | Script::ReentrantUnlock | Script::ReentrantRenew => {
+                        vec![ms(*ttl).to_string(), arg.to_string()]
+                    }
+                };
+                Command::Eval {
+                    script: *script,
+                    keys: vec![k(key)],
+                    args,
+                }
+            }
+        }
+    }
+
+    /// A name for the coverage table.
+    fn kind(&self) -> &'static str {
+        match self {
+            Op::SetNx(..) => "SETNX",
+            Op::SetNxPx(..) => "SET NX PX",
+            Op::Get(_) => "GET",
+            Op::GetSet(..) => "GETSET",
+            Op::Del(_) => "DEL",
+            Op::PExpire(..) => "PEXPIRE",
+            Op::Incr(_) => "INCR",
+            Op::Eval(s, ..) => s.name(),
+        }
+    }
+}
+
+/// What a sequence mostly does with its lock key, so that every design's paths are
+/// reached: string locks, reentrant hash locks, or both mixed (type errors).
+#[derive(Clone, Copy, Debug)]
+enum Flavor {
+    Strings,
+    Hashes,
+    Mixed,
+}
+
+/// A sequence's operations, one list per tick (an empty list: time only passes).
+fn generate(seed: u64, ticks: usize) -> Vec<Vec<Op>> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let flavor = [Flavor::Strings, Flavor::Hashes, Flavor::Mixed][rng.random_range(0..3)];
+    (0..ticks)
+        .map(|_| {
+            let n = match rng.random_range(0..100) {
+                0..25 => 0,
+                25..60 => 1,
+                60..85 => 2,
+                _ => 3,
+            };
+            (0..n).map(|_| random_op(&mut rng, flavor)).collect()
+        })
+        .collect()
+}
+
+fn random_op(rng: &mut ChaCha8Rng, flavor: Flavor) -> Op {
+    // Mostly the lock key; sometimes the counter, so types and commands get mixed.
+    let key = if rng.random_range(0..100) < 85 {
+        Key::Lock
+    } else {
+        Key::Fence
+    };
+    let value = VALUES[rng.random_range(0..VALUES.len())];
+    let owner = OWNERS[rng.random_range(0..OWNERS.len())];
+    let ttl = rng.random_range(1..=MAX_TTL);
+    let hashes = match flavor {
+        Flavor::Strings => rng.random_range(0..100) < 8,
+        Flavor::Hashes => rng.random_range(0..100) < 85,
+        Flavor::Mixed => rng.random_bool(0.5),
+    };
+    if hashes {
+        return match rng.random_range(0..100) {
+            0..40 => Op::Eval(Script::ReentrantLock, key, owner, ttl),
+            40..70 => Op::Eval(Script::ReentrantUnlock, key, owner, ttl),
+            70..85 => Op::Eval(Script::ReentrantRenew, key, owner, ttl),
+            85..90 => Op::Del(key),
+            90..95 => Op::PExpire(key, ttl),
+            _ => Op::Get(key),
+        };
+    }
+    match rng.random_range(0..100) {
+        0..16 => Op::SetNxPx(key, value, ttl),
+        16..22 => Op::SetNx(key, value),
+        22..32 => Op::Get(key),
+        32..40 => Op::GetSet(key, value),
+        40..48 => Op::Del(key),
+        48..56 => Op::PExpire(key, ttl),
+        56..68 => Op::Incr(if rng.random_bool(0.7) {
+            Key::Fence
+        } else {
+            key
+        }),
+        68..84 => Op::Eval(Script::CompareAndDelete, key, value, ttl),
+        _ => Op::Eval(Script::CompareAndPexpire, key, value, ttl),
+    }
+}
+
+/// How ticks map to the real node's time.
+#[derive(Clone, Copy, Debug)]
+struct TimeBase {
+    /// Milliseconds of the node's clock per tick.
+    tick_ms: u64,
+    /// The node's clock is stepped a tick at a time instead of waiting for real time.
+    stepped: bool,
+}
+
+impl TimeBase {
+    /// A time to live of `ticks` as sent to Redis: half a tick short, so that the key
+    /// expires in the second half of a tick, away from every command.
+    fn ttl_ms(self, ticks: u64) -> u64 {
+        ticks * self.tick_ms - self.tick_ms / 2
+    }
+
+    /// A remaining time to live in ms as ticks of the model (negative codes unchanged).
+    fn ticks(self, ms: i64) -> i64 {
+        if ms < 0 {
+            ms
+        } else {
+            (ms + self.tick_ms as i64 - 1) / self.tick_ms as i64
+        }
+    }
+
+    fn window(self) -> Duration {
+        Duration::from_millis(self.tick_ms * WINDOW_PERCENT / 100)
+    }
+
+    fn name(self) -> String {
+        if self.stepped {
+            format!("stepped clock, {} ms per tick", self.tick_ms)
+        } else {
+            format!("real time, {} ms per tick", self.tick_ms)
+        }
+    }
+}
+
+/// The errors compare by code (`WRONGTYPE`, `ERR`): Redis adds the script's name and line
+/// to an error raised inside a script, which no design reads.
+fn error_code(e: &str) -> &str {
+    e.split_whitespace().next().unwrap_or("")
+}
+
+/// Whether the model's reply to `op` agrees with Redis'.
+fn agree(op: &Op, model: &Reply, real: &Reply, base: TimeBase) -> bool {
+    match (model, real) {
+        (Reply::Error(m), Reply::Error(r)) => error_code(m) == error_code(r),
+        // The reentrant lock answers a held lock with its PTTL: compare in ticks.
+        (Reply::Int(m), Reply::Int(r)) if matches!(op, Op::Eval(Script::ReentrantLock, ..)) => {
+            *m == base.ticks(*r)
+        }
+        _ => model == real,
+    }
+}
+
+/// What a key looks like: the same shape read from the model and from Redis.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum KeyView {
+    Missing,
+    Str {
+        value: String,
+        ttl: Option<i64>,
+    },
+    Hash {
+        fields: Vec<(String, i64)>,
+        ttl: Option<i64>,
+    },
+}
+
+/// Reads a key of the model through the script host interface (so the view does not
+/// depend on the model's representation). Hash fields are looked up by owner name: only
+/// those are ever written.
+fn model_view(exec: &mut Exec<'_>, key: &str) -> KeyView {
+    if !exec.exists(key) {
+        return KeyView::Missing;
+    }
+    let ttl = match exec.pttl(key) {
+        -1 => None,
+        t => Some(t),
+    };
+    match exec.get(key) {
+        Ok(value) => KeyView::Str {
+            value: value.expect("an existing string key has a value"),
+            ttl,
+        },
+        Err(_) => {
+            let mut fields = Vec::new();
+            for owner in OWNERS {
+                if exec.hexists(key, owner).expect("a hash") {
+                    let n = exec.hincrby(key, owner, 0).expect("a hash");
+                    fields.push((owner.to_string(), n));
+                }
+            }
+            KeyView::Hash { fields, ttl }
+        }
+    }
+}
+
+/// Type, PTTL and contents of a key in one atomic call.
+const DUMP_LUA: &str = "local t = redis.call('type', KEYS[1])['ok'] \
+     if t == 'none' then return {t} end \
+     local r = {t, redis.call('pttl', KEYS[1])} \
+     local v \
+     if t == 'string' then v = {redis.call('get', KEYS[1])} \
+     else v = redis.call('hgetall', KEYS[1]) end \
+     for _, x in ipairs(v) do r[#r + 1] = x end \
+     return r";
+
+async fn real_view(
+    conn: &mut MultiplexedConnection,
+    key: &str,
+    base: TimeBase,
+) -> Result<KeyView, String> {
+    let items: Vec<redis::Value> = redis::Script::new(DUMP_LUA)
+        .key(key)
+        .invoke_async(conn)
+        .await
+        .map_err(|e| format!("dump of {key}: {e}"))?;
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+        other => Err(format!("dump of {key}: unexpected {other:?}")),
+    };
+    let int = |v: &redis::Value| match v {
+        redis::Value::Int(i) => Ok(*i),
+        other => Err(format!("dump of {key}: unexpected {other:?}")),
+    };
+    let kind = text(&items[0])?;
+    if kind == "none" {
+        return Ok(KeyView::Missing);
+    }
+    let ttl = match int(&items[1])? {
+        -1 => None,
+        ms => Some(base.ticks(ms)),
+    };
+    match kind.as_str() {
+        "string" => Ok(KeyView::Str {
+            value: text(&items[2])?,
+            ttl,
+        }),
+        "hash" => {
+            let mut fields = Vec::new();
+            for pair in items[2..].chunks(2) {
+                let n = text(&pair[1])?
+                    .parse()
+                    .map_err(|e| format!("dump of {key}: {e}"))?;
+                fields.push((text(&pair[0])?, n));
+            }
+            fields.sort();
+            Ok(KeyView::Hash { fields, ttl })
+        }
+        other => Err(format!("dump of {key}: type {other}")),
+    }
+}
+
+/// How a sequence ended (or where it is).
+#[derive(Clone, Debug)]
+enum Status {
+    Running,
+    /// Every command ran in its window and every reply agreed.
+    Agreed,
+    /// A command ended outside its window at this tick: nothing can be concluded.
+    Late(usize),
+    Failed(String),
+}
+
+/// One sequence: its operations, the model node's data, and what happened so far.
+struct Sequence {
+    index: usize,
+    seed: u64,
+    prefix: String,
+    ops: Vec<Vec<Op>>,
+    data: Data,
+    log: Vec<String>,
+    status: Status,
+    /// Replies seen, per operation kind and reply shape (for the coverage check).
+    replies: BTreeMap<(&'static str, String), usize>,
+    /// Keys the model dropped at a tick boundary, i.e. expiries compared with Redis.
+    expiries: usize,
+}
+
+impl Sequence {
+    fn new(index: usize, seed: u64, ticks: usize, attempt: usize) -> Sequence {
+        Sequence {
+            index,
+            seed,
+            prefix: format!("s{index}a{attempt}:"),
+            ops: generate(seed, ticks),
+            data: Data::default(),
+            log: Vec::new(),
+            status: Status::Running,
+            replies: BTreeMap::new(),
+            expiries: 0,
+        }
+    }
+
+    fn fail(&mut self, what: String) {
+        let mut msg = format!(
+            "sequence {} (seed {}): {what}\nhistory (real reply | model reply):\n",
+            self.index, self.seed
+        );
+        for line in self.log.iter().rev().take(40).rev() {
+            msg.push_str("  ");
+            msg.push_str(line);
+            msg.push('\n');
+        }
+        self.status = Status::Failed(msg);
+    }
+
+    /// Runs tick `t`: every operation on both sides, then the key views. `tick_start`
+    /// is the real instant at which the node's clock entered the tick.
+    async fn run_tick(
+        &mut self,
+        t: usize,
+        node: &Node,
+        mut conn: MultiplexedConnection,
+        base: TimeBase,
+        tick_start: Instant,
+    ) {
+        let deadline = tick_start + base.window();
+        let clock = t as i64;
+        // Keys that the model's clock expired since the last tick.
+        let before: Vec<bool> = KEYS
+            .iter()
+            .map(|k| self.data.entry(&k.name(&self.prefix)).is_some())
+            .collect();
+        self.data.expire(clock);
+        for (k, was) in KEYS.iter().zip(before) {
+            if was && self.data.entry(&k.name(&self.prefix)).is_none() {
+                self.expiries += 1;
+            }
+        }
+        for op in self.ops[t].clone() {
+            let real_cmd = op.command(&self.prefix, |k| base.ttl_ms(k));
+            let model_cmd = op.command(&self.prefix, |k| k);
+            let real = node.execute(&real_cmd).await;
+            if Instant::now() >= deadline {
+                self.status = Status::Late(t);
+                return;
+            }
+            let real = match real {
+                Ok(r) => r,
+                Err(e) => return self.fail(format!("tick {t}: {real_cmd}: {e}")),
+            };
+            let model = Exec::new(&mut self.data, clock, 0).run(&model_cmd);
+            self.log
+                .push(format!("tick {t}: {real_cmd} -> {real} | {model}"));
+            *self
+                .replies
+                .entry((op.kind(), reply_shape(&model)))
+                .or_default() += 1;
+            if !agree(&op, &model, &real, base) {
+                return self.fail(format!(
+                    "tick {t}: {real_cmd}: Redis replied {real}, the model {model}"
+                ));
+            }
+        }
+        for key in KEYS {
+            let name = key.name(&self.prefix);
+            let real = real_view(&mut conn, &name, base).await;
+            if Instant::now() >= deadline {
+                self.status = Status::Late(t);
+                return;
+            }
+            let real = match real {
+                Ok(v) => v,
+                Err(e) => return self.fail(format!("tick {t}: {e}")),
+            };
+            let model = model_view(&mut Exec::new(&mut self.data, clock, 0), &name);
+            if real != model {
+                return self.fail(format!(
+                    "end of tick {t}: key {name} is {real:?} on Redis, {model:?} in the model"
+                ));
+            }
+        }
+        if t + 1 == self.ops.len() {
+            self.status = Status::Agreed;
+        }
+    }
+}
+
+fn reply_shape(r: &Reply) -> String {
+    match r {
+        Reply::Nil => "nil".into(),
+        Reply::Ok => "OK".into(),
+        Reply::Int(i) if (-2..=1).contains(i) => format!("{i}"),
+        Reply::Int(_) => "int".into(),
+        Reply::Bulk(_) => "bulk".into(),
+        Reply::Error(e) => error_code(e).to_string(),
+    }
+}
+
+/// Runs the sequences in lockstep, tick by tick, against `cluster`'s first master.
+async fn run_sequences(
+    cluster: &Cluster,
+    mut seqs: Vec<Sequence>,
+    base: TimeBase,
+) -> Result<Vec<Sequence>, String> {
+    let master = cluster.master(0);
+    let timeouts = NodeTimeouts {
+        connect: Duration::from_secs(5),
+        command: Duration::from_secs(5),
+    };
+    let node = Arc::new(Node::new(0, &master.url(), timeouts).expect("a valid URL"));
+    let client = redis::Client::open(master.url()).expect("a valid URL");
+    let conn = client
+        .get_multiplexed_async_connection()
+        .await
+        .map_err(|e| format!("connect to {}: {e}", master.name()))?;
+    node.connect().await.expect("the node answers");
+    let ticks = seqs.iter().map(|s| s.ops.len()).max().unwrap_or(0);
+    let start = Instant::now();
+    for t in 0..ticks {
+        let tick_start = if base.stepped {
+            // The node's clock reads real time + offset: the offset takes back the real
+            // time elapsed so far, so tick t begins at start + tT on the node's clock.
+            let now = Instant::now();
+            let elapsed = now.duration_since(start).as_millis() as i64;
+            master
+                .set_clock_offset_ms((t as u64 * base.tick_ms) as i64 - elapsed)
+                .await
+                .map_err(|e| e.to_string())?;
+            now
+        } else {
+            let at = start + Duration::from_millis(t as u64 * base.tick_ms);
+            tokio::time::sleep_until(at.into()).await;
+            at
+        };
+        let mut tasks = JoinSet::new();
+        for mut seq in seqs.drain(..) {
+            let (node, conn) = (node.clone(), conn.clone());
+            tasks.spawn(async move {
+                if matches!(seq.status, Status::Running) && t < seq.ops.len() {
+                    seq.run_tick(t, &node, conn, base, tick_start).await;
+                }
+                seq
+            });
+        }
+        seqs = tasks.join_all().await;
+    }
+    seqs.sort_by_key(|s| s.index);
+    Ok(seqs)
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    let v = std::env::var(name).ok()?;
+    Some(
+        v.parse()
+            .unwrap_or_else(|_| panic!("{name}={v}: expected an unsigned integer")),
+    )
+}
+
+/// The seeds to run: `count` consecutive ones from the base (see the module docs).
+/// The flag says whether they are the default set, on which coverage is asserted.
+fn seeds(count: u64) -> (Vec<u64>, bool) {
+    let base = env_u64("LOCKLAB_CONFORMANCE_SEED");
+    let count = env_u64("LOCKLAB_CONFORMANCE_SEQUENCES").unwrap_or(count);
+    let default = base.is_none() && count >= 4;
+    let base = base.unwrap_or(DEFAULT_SEED);
+    ((0..count).map(|i| base.wrapping_add(i)).collect(), default)
+}
+
+async fn start_cluster(clock_control: bool) -> Cluster {
+    if let Err(e) = locklab_cluster::preflight() {
+        panic!("the conformance test needs Docker and the Redis image: {e}");
+    }
+    Cluster::builder()
+        .clock_control(clock_control)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("cluster start failed: {e}"))
+}
+
+/// Totals over the sequences that agreed, printed, and checked on the default seeds: a
+/// run that never reached a reply shape or an expiry would prove little.
+fn check_coverage(seqs: &[Sequence], base: TimeBase, assert: bool) {
+    let mut replies: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    let mut expiries = 0;
+    for s in seqs {
+        for (k, n) in &s.replies {
+            *replies.entry(k.clone()).or_default() += n;
+        }
+        expiries += s.expiries;
+    }
+    eprintln!("{}: {} sequences agreed", base.name(), seqs.len());
+    eprintln!("  keys expired by the clock: {expiries}");
+    for ((kind, shape), n) in &replies {
+        eprintln!("  {kind:<22} {shape:<10} {n}");
+    }
+    if !assert {
+        return;
+    }
+    assert!(expiries >= 10, "only {expiries} expiries were compared");
+    let needed: &[(&str, &str)] = &[
+        ("SETNX", "1"),
+        ("SETNX", "0"),
+        ("SET NX PX", "OK"),
+        ("SET NX PX", "nil"),
+        ("GET", "bulk"),
+        ("GET", "nil"),
+        ("GET", "WRONGTYPE"),
+        ("GETSET", "bulk"),
+        ("GETSET", "nil"),
+        ("DEL", "1"),
+        ("DEL", "0"),
+        ("PEXPIRE", "1"),
+        ("PEXPIRE", "0"),
+        ("INCR", "int"),
+        ("INCR", "ERR"),
+        ("compare-and-delete", "1"),
+        ("compare-and-delete", "0"),
+        ("compare-and-delete", "WRONGTYPE"),
+        ("compare-and-pexpire", "1"),
+        ("compare-and-pexpire", "0"),
+        ("reentrant-lock", "nil"),
+        ("reentrant-lock", "int"),
+        ("reentrant-lock", "WRONGTYPE"),
+        ("reentrant-unlock", "nil"),
+        ("reentrant-unlock", "0"),
+        ("reentrant-unlock", "1"),
+        ("reentrant-renew", "1"),
+        ("reentrant-renew", "0"),
+    ];
+    let missing: Vec<_> = needed
+        .iter()
+        .filter(|(k, s)| !replies.contains_key(&(*k, s.to_string())))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the default seeds never produced {missing:?}"
+    );
+}
+
+/// Panics with every failure; returns the sequences that agreed.
+fn settle(seqs: Vec<Sequence>, base: TimeBase) -> (Vec<Sequence>, Vec<Sequence>) {
+    let mut failures = Vec::new();
+    let mut agreed = Vec::new();
+    let mut late = Vec::new();
+    for s in seqs {
+        match &s.status {
+            Status::Agreed => agreed.push(s),
+            Status::Late(_) => late.push(s),
+            Status::Failed(msg) => failures.push(format!(
+                "{msg}reproduce: LOCKLAB_CONFORMANCE_SEED={} LOCKLAB_CONFORMANCE_SEQUENCES=1 \
+                 cargo test --release -p locklab-harness --test conformance {}",
+                s.seed,
+                if base.stepped { "stepped" } else { "real_time" }
+            )),
+            Status::Running => failures.push(format!("sequence {} never finished", s.index)),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the model's Redis disagrees with real Redis ({}):\n\n{}",
+        base.name(),
+        failures.join("\n\n")
+    );
+    (agreed, late)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_agrees_with_redis_in_real_time() {
+    const TICKS: usize = 32;
+    let (seeds, _) = seeds(6);
+    let cluster = start_cluster(false).await;
+    let mut base = TimeBase {
+        tick_ms: 150,
+        stepped: false,
+    };
+    let mut todo: Vec<Sequence> = seeds
+        .iter()
+        .enumerate()
+        .map(|(i, &seed)| Sequence::new(i, seed, TICKS, 0))
+        .collect();
+    let mut agreed = Vec::new();
+    let mut outcome = Ok(());
+    for attempt in 0..REAL_TIME_ATTEMPTS {
+        let seqs = match run_sequences(&cluster, todo, base).await {
+            Ok(s) => s,
+            Err(e) => {
+                outcome = Err(e);
+                todo = Vec::new();
+                break;
+            }
+        };
+        let (ok, late) = settle(seqs, base);
+        agreed.extend(ok);
+        for s in &late {
+            if let Status::Late(t) = s.status {
+                eprintln!(
+                    "sequence {} (seed {}): a command ended after {} ms of tick {t}; \
+                     running it again with {} ms ticks",
+                    s.index,
+                    s.seed,
+                    base.window().as_millis(),
+                    base.tick_ms * 2
+                );
+            }
+        }
+        todo = late
+            .into_iter()
+            .map(|s| Sequence::new(s.index, s.seed, TICKS, attempt + 1))
+            .collect();
+        if todo.is_empty() {
+            break;
+        }
+        base.tick_ms *= 2;
+    }
+    cluster.shutdown().await.expect("cluster shutdown");
+    outcome.expect("the real-time run");
+    assert!(
+        todo.is_empty(),
+        "the machine is too loaded to judge expiry: {} sequences ran late even with {} ms \
+         ticks",
+        todo.len(),
+        base.tick_ms / 2
+    );
+    // Coverage is asserted on the stepped run, which is long enough to reach every
+    // reply; here it is printed.
+    check_coverage(&agreed, base, false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_agrees_with_redis_on_a_stepped_clock() {
+    const TICKS: usize = 48;
+    let (seeds, default) = seeds(24);
+    let cluster = start_cluster(true).await;
+    let base = TimeBase {
+        tick_ms: 60_000,
+        stepped: true,
+    };
+    let seqs: Vec<Sequence> = seeds
+        .iter()
+        .enumerate()
+        .map(|(i, &seed)| Sequence::new(i, seed, TICKS, 0))
+        .collect();
+    let result = run_sequences(&cluster, seqs, base).await;
+    cluster.shutdown().await.expect("cluster shutdown");
+    let seqs = result.unwrap_or_else(|e| panic!("stepped-clock run: {e}"));
+    let (agreed, late) = settle(seqs, base);
+    assert!(
+        late.is_empty(),
+        "{} sequences took more than {} s of real time within one tick",
+        late.len(),
+        base.window().as_secs()
+    );
+    check_coverage(&agreed, base, default);
+}
+
+#[test]
+fn the_same_seed_gives_the_same_sequence() {
+    let a = format!("{:?}", generate(5, 40));
+    assert_eq!(a, format!("{:?}", generate(5, 40)));
+    assert_ne!(a, format!("{:?}", generate(6, 40)));
+}
