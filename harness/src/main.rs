@@ -1,5 +1,6 @@
 //! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
 
+mod bench_checker;
 mod check;
 mod cli;
 mod explain;
@@ -12,7 +13,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{BenchCommand, Cli, Command};
+
+// The model checker clones and drops millions of small states; glibc's allocator spent a
+// third of the search time consolidating and freeing them (see reports/bench-checker.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Why a command could not run: bad input or an environment that cannot run (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -57,9 +63,9 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
             "chaos (random faults against real Redis)",
         )),
         Command::Report(_) => Err(Failure::NotImplemented("report (regenerating the gallery)")),
-        Command::Bench(_) => Err(Failure::NotImplemented(
-            "bench (lock crate and checker benchmarks)",
-        )),
+        Command::Bench(args) => match &args.command {
+            BenchCommand::Checker(args) => bench_checker::run(args),
+        },
     }
 }
 
