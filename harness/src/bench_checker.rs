@@ -46,6 +46,7 @@ pub fn run(args: &BenchCheckerArgs) -> Result<i32, Failure> {
                 symmetry,
                 threads,
                 max_depth: None,
+                time_limit: Some(Duration::from_secs(args.time_limit)),
             };
             let result = search(&model, &options, |p| progress.level(p.depth, p.unique));
             let m = Measurement {
@@ -91,10 +92,10 @@ impl Progress {
     fn start(&self, scenario: &Scenario, symmetry: bool, threads: usize) {
         if let Some(bar) = &self.bar {
             bar.set_prefix(format!(
-                "{} ({}, {threads} thread{})",
+                "{} ({}, {})",
                 scenario.name,
                 symmetry_text(symmetry),
-                if threads == 1 { "" } else { "s" }
+                threads_text(threads)
             ));
             bar.set_message("depth 0");
         }
@@ -108,12 +109,13 @@ impl Progress {
 
     fn done(&self, m: &Measurement) {
         let line = format!(
-            "{} ({}, {} threads): {} unique states, {:.2} s",
+            "{} ({}, {}): {} unique states, {:.2} s{}",
             m.scenario,
             symmetry_text(m.symmetry),
-            m.threads,
+            threads_text(m.threads),
             m.result.unique_states,
-            m.result.seconds
+            m.result.seconds,
+            if m.result.complete { "" } else { " (stopped)" }
         );
         match &self.bar {
             Some(bar) => {
@@ -128,6 +130,14 @@ impl Progress {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
+    }
+}
+
+fn threads_text(n: usize) -> String {
+    if n == 1 {
+        "1 thread".to_string()
+    } else {
+        format!("{n} threads")
     }
 }
 
@@ -165,7 +175,11 @@ fn render_table(measurements: &[Measurement]) -> String {
             format!("{:.0}", m.states_per_second()),
             r.first_counterexample_seconds
                 .map_or("-".to_string(), |s| format!("{s:.3}")),
-            format!("{:.2}", r.seconds),
+            if r.complete {
+                format!("{:.2}", r.seconds)
+            } else {
+                format!("{:.2} (stopped at depth {})", r.seconds, r.depth)
+            },
         ]);
     }
     for (symmetry, threads) in CONFIGS {
@@ -175,6 +189,7 @@ fn render_table(measurements: &[Measurement]) -> String {
             .collect();
         let states: u64 = of.iter().map(|m| m.result.states).sum();
         let seconds: f64 = of.iter().map(|m| m.result.seconds).sum();
+        let stopped = of.iter().filter(|m| !m.result.complete).count();
         let slowest_first = of
             .iter()
             .filter_map(|m| m.result.first_counterexample_seconds)
@@ -192,7 +207,11 @@ fn render_table(measurements: &[Measurement]) -> String {
                 .to_string(),
             format!("{:.0}", states as f64 / seconds.max(1e-9)),
             slowest_first.map_or("-".to_string(), |s| format!("max {s:.3}")),
-            format!("{seconds:.2}"),
+            if stopped == 0 {
+                format!("{seconds:.2}")
+            } else {
+                format!("{seconds:.2} ({stopped} stopped)")
+            },
         ]);
     }
     let mut widths = HEADER.map(str::len);
@@ -301,7 +320,9 @@ fn render_report(command: &str, machine: &str, date: &str, table: &str) -> Strin
          with one worker thread and with two. *states* counts every successor generated, \
          *unique states* the distinct (representative) states stored, *states/s* is states \
          over seconds, *first counterexample* the wall time until the first property was \
-         found violated (`-`: none is). The rows \"all\" sum a configuration over the \
+         found violated (`-`: none is). A search still running after the time limit \
+         (`--time-limit`) stops at the end of its level and is marked \"stopped\": its \
+         figures are those so far. The rows \"all\" sum a configuration over the \
          scenarios; their first-counterexample column is the slowest scenario's. Wall \
          times depend on what else runs on the machine; the state counts do not.\n\n\
          {table}\n{REDUCTIONS}"

@@ -139,4 +139,8 @@ pub struct BenchCheckerArgs {
     /// Where to write the Markdown report.
     #[arg(long, value_name = "FILE", default_value = "reports/bench-checker.md")]
     pub out: PathBuf,
+    /// Stop a search after the level that ends past this many seconds; its row is
+    /// marked "stopped" (searches without symmetry can take many minutes).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub time_limit: u64,
 }

@@ -28,6 +28,8 @@ pub struct SearchOptions {
     pub threads: usize,
     /// Explore counterexamples of at most this many steps.
     pub max_depth: Option<usize>,
+    /// Stop after the first level that ends past this much wall time (benchmarks).
+    pub time_limit: Option<std::time::Duration>,
 }
 
 impl Default for SearchOptions {
@@ -36,6 +38,7 @@ impl Default for SearchOptions {
             symmetry: true,
             threads: 1,
             max_depth: None,
+            time_limit: None,
         }
     }
 }
@@ -145,7 +148,9 @@ pub fn search(
         if found.iter().all(Option::is_some) && purchased {
             break;
         }
-        if options.max_depth.is_some_and(|max| depth >= max) {
+        if options.max_depth.is_some_and(|max| depth >= max)
+            || options.time_limit.is_some_and(|t| start.elapsed() > t)
+        {
             complete = false;
             break;
         }

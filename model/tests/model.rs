@@ -34,6 +34,7 @@ fn opts(symmetry: bool, max_depth: Option<usize>) -> SearchOptions {
         symmetry,
         threads: 1,
         max_depth,
+        time_limit: None,
     }
 }
 
