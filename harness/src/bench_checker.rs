@@ -36,6 +36,7 @@ impl Measurement {
 /// `locklab bench checker`: returns the exit status.
 pub fn run(args: &BenchCheckerArgs) -> Result<i32, Failure> {
     let scenarios = load(&args.paths)?;
+    let load_before = load_average();
     let progress = Progress::new((scenarios.len() * CONFIGS.len()) as u64);
     let mut measurements = Vec::new();
     for scenario in &scenarios {
@@ -62,7 +63,13 @@ pub fn run(args: &BenchCheckerArgs) -> Result<i32, Failure> {
     progress.finish();
     let table = render_table(&measurements);
     print!("{table}");
-    let report = render_report(&command_line(), &machine(), &utc_now(), &table);
+    let machine = format!(
+        "{}; load average (1 min) {} at the start, {} at the end",
+        machine(),
+        load_before,
+        load_average()
+    );
+    let report = render_report(&command_line(), &machine, &utc_now(), &table);
     write_file(&args.out, &report)?;
     eprintln!("wrote {}", args.out.display());
     Ok(0)
@@ -280,6 +287,15 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".to_string());
     format!("{cores} cores available, {model}")
+}
+
+/// The 1-minute load average, from /proc/loadavg (other work on the machine slows the
+/// wall times down).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// The current UTC date and time, `YYYY-MM-DD HH:MM UTC`.
