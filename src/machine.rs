@@ -471,6 +471,20 @@ impl LockMachine {
         Some(grant)
     }
 
+    /// Rename node `i` to `perm[i]` in the machine's per-node bookkeeping. Only Redlock
+    /// keeps any, and its masters are interchangeable; the options (WAIT, fencing) talk to
+    /// node 0 only, so a caller may rename nodes only when no option is on. Single-node
+    /// designs accept the identity.
+    pub fn permute_nodes(&mut self, perm: &[usize]) {
+        match &mut self.core {
+            Core::Redlock(r) => r.permute_nodes(perm),
+            _ => assert!(
+                perm.iter().enumerate().all(|(i, &p)| i == p),
+                "a single-node design has no nodes to rename"
+            ),
+        }
+    }
+
     /// Forget everything (a crashed process comes back without its lock state).
     pub fn reset(&mut self, cfg: &LockConfig) {
         *self = LockMachine::new(cfg);

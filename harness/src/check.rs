@@ -142,6 +142,7 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
         symmetry: !args.no_symmetry,
         threads,
         max_depth: args.max_depth,
+        time_limit: None,
     }
 }
 

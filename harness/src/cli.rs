@@ -132,7 +132,26 @@ pub struct ReportArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Benchmark arguments.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub args: Vec<String>,
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Model checker speed per scenario: symmetry on and off, one and two threads.
+    Checker(BenchCheckerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchCheckerArgs {
+    /// Scenario files or directories of them [default: scenarios/].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Where to write the Markdown report.
+    #[arg(long, value_name = "FILE", default_value = "reports/bench-checker.md")]
+    pub out: PathBuf,
+    /// Stop a search after the level that ends past this many seconds; its row is
+    /// marked "stopped" (searches without symmetry can take many minutes).
+    #[arg(long, value_name = "SECONDS", default_value_t = 120)]
+    pub time_limit: u64,
 }

@@ -1,5 +1,6 @@
 //! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
 
+mod bench_checker;
 mod chaos;
 mod check;
 mod cli;
@@ -20,7 +21,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command};
+use cli::{BenchCommand, Cli, Command};
+
+// The model checker clones and drops millions of small states; glibc's allocator spent a
+// third of the search time consolidating and freeing them (see reports/bench-checker.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Why a command could not run: bad input or an environment that cannot run (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -39,9 +45,6 @@ pub enum Failure {
     /// The environment cannot run (no Docker engine, no image, a container failed).
     #[error("{0}")]
     Environment(String),
-    /// The subcommand does not exist yet.
-    #[error("not implemented yet: {0}")]
-    NotImplemented(&'static str),
 }
 
 impl Failure {
@@ -62,9 +65,9 @@ fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Replay(args) => replay::run(args),
         Command::Chaos(args) => chaos::run(args),
         Command::Report(args) => report::run(args),
-        Command::Bench(_) => Err(Failure::NotImplemented(
-            "bench (lock crate and checker benchmarks)",
-        )),
+        Command::Bench(args) => match &args.command {
+            BenchCommand::Checker(args) => bench_checker::run(args),
+        },
     }
 }
 

@@ -296,7 +296,7 @@ fn explain_narrates_each_violated_property() {
 }
 
 #[test]
-fn help_lists_every_subcommand_and_the_rest_are_not_implemented_yet() {
+fn help_lists_every_subcommand() {
     let dir = temp_dir("help");
     let out = locklab(&dir, &["--help"]);
     assert_eq!(code(&out), 0);
@@ -309,15 +309,63 @@ fn help_lists_every_subcommand_and_the_rest_are_not_implemented_yet() {
             "{sub} missing from\n{help}"
         );
     }
-    for args in [&["bench"][..]] {
-        let out = locklab(&dir, args);
-        assert_eq!(code(&out), 2, "{args:?}");
-        assert!(
-            stderr(&out).contains(&format!("not implemented yet: {}", args[0])),
-            "{}",
-            stderr(&out)
-        );
-    }
     // A usage error is bad input too.
     assert_eq!(code(&locklab(&dir, &["check", "--threads", "0"])), 2);
+    // `bench` needs a subcommand.
+    assert_eq!(code(&locklab(&dir, &["bench"])), 2);
+}
+
+#[test]
+fn bench_checker_writes_a_row_per_configuration() {
+    let dir = temp_dir("bench");
+    let c = naive_crash("bench-me");
+    let path = write(&dir, "bench-me", &c.text);
+    let out = locklab(
+        &dir,
+        &[
+            "bench",
+            "checker",
+            path.to_str().unwrap(),
+            "--out",
+            "out/bench.md",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = fs::read_to_string(dir.join("out/bench.md")).unwrap();
+    assert!(report.contains("locklab bench checker"), "{report}");
+    assert!(report.contains("cores available"), "{report}");
+    // One row per (symmetry, threads), each with numbers, and the same rows printed.
+    let rows: Vec<Vec<&str>> = report
+        .lines()
+        .filter(|l| l.starts_with("| bench-me "))
+        .map(|l| l.split('|').map(str::trim).collect())
+        .collect();
+    let configs: Vec<(&str, &str)> = rows.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(
+        configs,
+        [("on", "1"), ("on", "2"), ("off", "1"), ("off", "2")],
+        "{report}"
+    );
+    let unique = |r: &Vec<&str>| r[5].parse::<u64>().unwrap();
+    for r in &rows {
+        assert!(r[4].parse::<u64>().unwrap() >= unique(r), "{r:?}");
+        assert!(r[8].parse::<f64>().unwrap() >= 0.0, "{r:?}");
+    }
+    // The counterexample is found in every configuration; symmetry merges states.
+    assert!(rows.iter().all(|r| r[7] != "-"), "{report}");
+    assert!(unique(&rows[0]) < unique(&rows[2]), "{report}");
+    assert_eq!(unique(&rows[0]), unique(&rows[1]), "{report}");
+    let printed = stdout(&out);
+    assert_eq!(
+        printed
+            .lines()
+            .filter(|l| l.starts_with("| bench-me "))
+            .count(),
+        4
+    );
+    assert!(
+        stderr(&out).contains("benched bench-me"),
+        "{}",
+        stderr(&out)
+    );
 }

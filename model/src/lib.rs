@@ -3,12 +3,14 @@
 //! A stateright model of the lock designs in the `locklab` crate. The clients run the
 //! very [`locklab::LockMachine`]s the async driver runs; the model supplies an abstract
 //! Redis ([`redis`]), logical clocks, faults and the four properties ([`model`]), and a
-//! breadth-first search with client symmetry that reports the shortest counterexample
-//! to each property ([`search`]).
+//! breadth-first search that merges symmetric states ([`symmetry`]: clients, and
+//! Redlock's independent masters) and reports the shortest counterexample to each
+//! property ([`search`]).
 
 pub mod model;
 pub mod redis;
 pub mod scenario;
 pub mod search;
 pub mod state;
+pub mod symmetry;
 pub mod trace;

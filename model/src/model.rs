@@ -87,26 +87,32 @@ impl Action {
         }
     }
 
-    /// The same action for the client renamed by `f`.
-    pub fn rename_client(self, f: impl Fn(u8) -> u8) -> Action {
+    /// The same action with clients renamed by `client` and master slots and nodes by
+    /// `node`.
+    pub fn rename(self, client: impl Fn(u8) -> u8, node: impl Fn(u8) -> u8) -> Action {
         use Action::*;
+        let (c, n) = (&client, &node);
         match self {
-            Acquire(c) => Acquire(f(c)),
-            Deliver(c, m) => Deliver(f(c), m),
-            Receive(c, m) => Receive(f(c), m),
-            Timeout(c, m) => Timeout(f(c), m),
-            Renew(c) => Renew(f(c)),
-            Read(c) => Read(f(c)),
-            Write(c) => Write(f(c)),
-            Release(c) => Release(f(c)),
-            Reenter(c) => Reenter(f(c)),
-            Pause(c) => Pause(f(c)),
-            Resume(c) => Resume(f(c)),
-            Crash(c) => Crash(f(c)),
-            Partition(c, m) => Partition(f(c), m),
-            Heal(c, m) => Heal(f(c), m),
-            ClientClockJump(c) => ClientClockJump(f(c)),
-            other => other,
+            Tick => Tick,
+            Acquire(x) => Acquire(c(x)),
+            Deliver(x, m) => Deliver(c(x), n(m)),
+            Receive(x, m) => Receive(c(x), n(m)),
+            Timeout(x, m) => Timeout(c(x), n(m)),
+            Renew(x) => Renew(c(x)),
+            Read(x) => Read(c(x)),
+            Write(x) => Write(c(x)),
+            Release(x) => Release(c(x)),
+            Reenter(x) => Reenter(c(x)),
+            Replicate(r) => Replicate(n(r)),
+            Pause(x) => Pause(c(x)),
+            Resume(x) => Resume(c(x)),
+            Crash(x) => Crash(c(x)),
+            Failover(m, r) => Failover(n(m), n(r)),
+            Restart(r) => Restart(n(r)),
+            Partition(x, m) => Partition(c(x), n(m)),
+            Heal(x, m) => Heal(c(x), n(m)),
+            NodeClockJump(r) => NodeClockJump(n(r)),
+            ClientClockJump(x) => ClientClockJump(c(x)),
         }
     }
 
@@ -526,35 +532,6 @@ impl LockModel {
     fn new_token(s: &mut State) -> String {
         s.next_token += 1;
         format!("t{}", s.next_token)
-    }
-
-    /// The order-independent form of a state used to merge symmetric states: clients
-    /// sorted, entry owners renamed to match.
-    pub fn representative(&self, s: &State) -> State {
-        self.representative_with_order(s).0
-    }
-
-    /// The representative, and for each of its clients the index of that client in `s`.
-    pub fn representative_with_order(&self, s: &State) -> (State, Vec<usize>) {
-        let mut order: Vec<usize> = (0..s.clients.len()).collect();
-        order.sort_by_key(|&i| fingerprint(&s.clients[i]));
-        if order.iter().enumerate().all(|(a, &b)| a == b) {
-            return (s.clone(), order);
-        }
-        let mut rename = vec![0u8; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            rename[old] = new as u8;
-        }
-        let mut r = s.clone();
-        r.clients = order.iter().map(|&i| s.clients[i].clone()).collect();
-        for node in &mut r.nodes {
-            for (_, e) in &mut node.data.entries {
-                if let Some(o) = &mut e.owner {
-                    *o = rename[*o as usize];
-                }
-            }
-        }
-        (r, order)
     }
 
     /// Inside the critical section: from the grant until the stock write is done (the

@@ -1,14 +1,15 @@
-//! Breadth-first search with client symmetry, reporting the shortest counterexample to
-//! each property.
+//! Breadth-first search with symmetry reduction ([`crate::symmetry`]), reporting the
+//! shortest counterexample to each property.
 //!
 //! stateright applies symmetry reduction only in depth-first search, and its breadth-first
 //! checker may replace a first (shortest) discovery with a later, longer one. This search
 //! runs the same [`stateright::Model`] level by level: every state of depth *d* is
 //! checked before any of depth *d + 1*, a property's first violation is kept and never
 //! replaced, and states are stored by the fingerprint of their symmetric representative.
-//! A trace found in representative states is mapped back to the concrete clients.
+//! A trace found in representative states is mapped back to the concrete clients and
+//! masters.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
 
 use stateright::Model;
@@ -20,12 +21,15 @@ use crate::state::State;
 /// Search settings.
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
-    /// Merge states that differ only by a renaming of clients.
+    /// Merge states that differ only by a renaming of clients (and of Redlock's masters,
+    /// where they are interchangeable).
     pub symmetry: bool,
     /// Worker threads expanding each level.
     pub threads: usize,
     /// Explore counterexamples of at most this many steps.
     pub max_depth: Option<usize>,
+    /// Stop after the first level that ends past this much wall time (benchmarks).
+    pub time_limit: Option<std::time::Duration>,
 }
 
 impl Default for SearchOptions {
@@ -34,6 +38,7 @@ impl Default for SearchOptions {
             symmetry: true,
             threads: 1,
             max_depth: None,
+            time_limit: None,
         }
     }
 }
@@ -95,12 +100,14 @@ pub fn search(
     let start = Instant::now();
     let canon = |s: State| {
         if options.symmetry {
-            model.representative(&s)
+            let r = model.representative(s);
+            (r.fingerprint, r.state)
         } else {
-            s
+            (fingerprint(&s), s)
         }
     };
-    let mut visited: HashMap<u64, Visit> = HashMap::new();
+    // Keyed by fingerprints, which are hashes already: a cheap hasher is enough.
+    let mut visited: FxHashMap<u64, Visit> = FxHashMap::default();
     let mut found: Vec<Option<u64>> = vec![None; Property::ALL.len()];
     let mut first_seconds = None;
     let mut purchased = false;
@@ -118,8 +125,7 @@ pub fn search(
     };
 
     for s in model.init_states() {
-        let s = canon(s);
-        let fp = fingerprint(&s);
+        let (fp, s) = canon(s);
         if visited
             .insert(
                 fp,
@@ -131,7 +137,7 @@ pub fn search(
             .is_none()
         {
             check(&s, fp, &mut found, &mut purchased);
-            frontier.push(s);
+            frontier.push((fp, s));
         }
     }
 
@@ -142,15 +148,22 @@ pub fn search(
         if found.iter().all(Option::is_some) && purchased {
             break;
         }
-        if options.max_depth.is_some_and(|max| depth >= max) {
+        if options.max_depth.is_some_and(|max| depth >= max)
+            || options.time_limit.is_some_and(|t| start.elapsed() > t)
+        {
             complete = false;
             break;
         }
-        let expand = |chunk: &[State]| {
+        // Workers drop successors already visited at an earlier depth, or twice in their
+        // own chunk, so that only candidates for the next level are kept in memory.
+        let visited_before = &visited;
+        let expand = |chunk: &[(u64, State)]| {
             let mut out = Vec::new();
+            let mut seen = FxHashSet::default();
+            let mut generated = 0u64;
             let mut actions = Vec::new();
-            for s in chunk {
-                let parent = fingerprint(s);
+            for (parent, s) in chunk {
+                let parent = *parent;
                 actions.clear();
                 model.actions(s, &mut actions);
                 for &a in &actions {
@@ -160,13 +173,17 @@ pub fn search(
                     if !model.within_boundary(&next) {
                         continue;
                     }
-                    let next = canon(next);
-                    out.push((fingerprint(&next), parent, a, next));
+                    generated += 1;
+                    let (fp, next) = canon(next);
+                    if !visited_before.contains_key(&fp) && seen.insert(fp) {
+                        out.push((fp, parent, a, next));
+                    }
                 }
             }
-            out
+            (generated, out)
         };
-        let batches: Vec<Vec<(u64, u64, Action, State)>> = if threads == 1 || frontier.len() < 64 {
+        type Batch = (u64, Vec<(u64, u64, Action, State)>);
+        let batches: Vec<Batch> = if threads == 1 || frontier.len() < 64 {
             vec![expand(&frontier)]
         } else {
             let size = frontier.len().div_ceil(threads);
@@ -181,16 +198,18 @@ pub fn search(
                     .collect()
             })
         };
-        let mut next_frontier = Vec::new();
-        for (fp, parent, action, s) in batches.into_iter().flatten() {
-            states += 1;
-            if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
-                v.insert(Visit {
-                    parent,
-                    action: Some(action),
-                });
-                check(&s, fp, &mut found, &mut purchased);
-                next_frontier.push(s);
+        let mut next_frontier = Vec::with_capacity(batches.iter().map(|b| b.1.len()).sum());
+        for (generated, batch) in batches {
+            states += generated;
+            for (fp, parent, action, s) in batch {
+                if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
+                    v.insert(Visit {
+                        parent,
+                        action: Some(action),
+                    });
+                    check(&s, fp, &mut found, &mut purchased);
+                    next_frontier.push((fp, s));
+                }
             }
         }
         depth += 1;
@@ -244,18 +263,23 @@ pub fn search(
 }
 
 /// Map a path found between representative states to the same path for the concrete
-/// clients: each action names a client of the representative, which is some client of
-/// the concrete state.
+/// clients and masters. Each step is replayed on the representative it was found from;
+/// the renamings to the next representative are composed, so that each action can be
+/// renamed back to the names of the initial state.
 pub fn concretize(model: &LockModel, steps: &[Action]) -> Vec<Action> {
-    let mut state = model.init_states().remove(0);
+    let first = model.representative(model.init_states().remove(0));
+    let mut state = first.state;
+    // Names of the current representative -> names of the concrete run.
+    let mut to_concrete = first.renaming.inverse();
     let mut out = Vec::with_capacity(steps.len());
     for &a in steps {
-        let (_, order) = model.representative_with_order(&state);
-        let concrete = a.rename_client(|c| order[c as usize] as u8);
-        state = model
-            .next_state(&state, concrete)
-            .expect("a step of a found path applies to the concrete state");
-        out.push(concrete);
+        out.push(to_concrete.action(a));
+        let next = model
+            .next_state(&state, a)
+            .expect("a step of a found path applies to its representative");
+        let r = model.representative(next);
+        to_concrete = r.renaming.inverse().then(&to_concrete);
+        state = r.state;
     }
     out
 }

@@ -129,3 +129,64 @@ pub struct State {
     /// Set when a step deleted or overwrote a lock entry held by another client.
     pub displaced_other: bool,
 }
+
+impl State {
+    /// The same state with its clients reordered: client `order[k]` becomes client `k`,
+    /// and the ghost owners of entries are renamed to match.
+    pub fn reorder_clients(&mut self, order: &[usize]) {
+        let mut rename = vec![0u8; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            rename[old] = new as u8;
+        }
+        let mut old: Vec<Option<Client>> = std::mem::take(&mut self.clients)
+            .into_iter()
+            .map(Some)
+            .collect();
+        self.clients = order
+            .iter()
+            .map(|&i| old[i].take().expect("order is a permutation"))
+            .collect();
+        for node in &mut self.nodes {
+            for (_, e) in &mut node.data.entries {
+                if let Some(o) = &mut e.owner {
+                    *o = rename[*o as usize];
+                }
+            }
+        }
+    }
+
+    /// The same state with master `m` renamed to `perm[m]`: its node (data, clock, up or
+    /// down), every client's request to it, link to it and the machine's bookkeeping of
+    /// it. Only for independent masters without replicas (Redlock), where each master is
+    /// its own physical node.
+    pub fn permute_masters(&mut self, perm: &[usize]) {
+        assert_eq!(perm.len(), self.nodes.len(), "masters without replicas");
+        let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut inverse = vec![0; perm.len()];
+        for (m, &p) in perm.iter().enumerate() {
+            inverse[p] = m;
+        }
+        self.nodes = inverse
+            .iter()
+            .map(|&m| old[m].take().expect("perm is a permutation"))
+            .collect();
+        for c in &mut self.clients {
+            let mut flights: Vec<Option<Flight>> =
+                inverse.iter().map(|&m| c.flights[m].take()).collect();
+            for f in flights.iter_mut().flatten() {
+                f.node = perm[f.node as usize] as u8;
+            }
+            c.flights = flights;
+            c.cut = perm
+                .iter()
+                .enumerate()
+                .filter(|(m, _)| c.cut & (1 << m) != 0)
+                .fold(0, |acc, (_, &p)| acc | (1 << p));
+            c.machine.permute_nodes(perm);
+        }
+        // `serving` is the identity without replicas, and stays so.
+    }
+}

@@ -1,7 +1,7 @@
 //! The model against itself and against stateright's own checker, on small scenarios
 //! written here (the shipped scenarios are checked by `locklab check`).
 
-use locklab_model::model::LockModel;
+use locklab_model::model::{fingerprint, LockModel};
 use locklab_model::scenario::{Property, Scenario};
 use locklab_model::search::{replay, search, SearchOptions};
 use stateright::{Checker, Model};
@@ -34,6 +34,7 @@ fn opts(symmetry: bool, max_depth: Option<usize>) -> SearchOptions {
         symmetry,
         threads: 1,
         max_depth,
+        time_limit: None,
     }
 }
 
@@ -142,4 +143,109 @@ fn threads_agree() {
             two.counterexample(p).map(|c| c.len())
         );
     }
+}
+
+/// Redlock on three masters, small enough to search without symmetry.
+fn redlock(name: &str, horizon: u32, faults: &str, fencing: bool) -> Scenario {
+    let text = format!(
+        r#"name = "{name}"
+design = "redlock"
+fencing = {fencing}
+[topology]
+masters = 3
+[clients]
+count = 2
+attempts = 1
+[timing]
+ttl = 3
+work = 1
+max_step_delay = 1
+horizon = {horizon}
+[faults]
+{faults}
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#
+    );
+    Scenario::parse(&text, format!("{name}.toml")).expect("test scenario parses")
+}
+
+/// Merging states that differ by a renaming of Redlock's masters changes the number of
+/// states, never a verdict or a trace length; the traces replay on the concrete masters.
+#[test]
+fn master_symmetry_keeps_verdicts_lengths_and_traces() {
+    let sc = redlock("masters", 6, "restarts = 1", false);
+    let model = LockModel::new(&sc);
+    assert!(model.masters_symmetric());
+    let a = search(&model, &opts(true, None), |_| {});
+    let b = search(&model, &opts(false, None), |_| {});
+    assert!(a.purchased && b.purchased);
+    assert!(
+        a.unique_states * 3 < b.unique_states,
+        "{} vs {}",
+        a.unique_states,
+        b.unique_states
+    );
+    let mut violated = 0;
+    for p in Property::ALL {
+        assert_eq!(
+            a.counterexample(p).map(|c| c.len()),
+            b.counterexample(p).map(|c| c.len()),
+            "{p}"
+        );
+        if let Some(c) = a.counterexample(p) {
+            violated += 1;
+            let states = replay(&model, c).expect("the trace replays on concrete masters");
+            assert!(!model.holds(p, states.last().unwrap()), "{p}");
+        }
+    }
+    assert!(violated > 0, "a restart breaks Redlock");
+}
+
+/// The representative does not depend on how masters and clients are numbered.
+#[test]
+fn representatives_ignore_master_and_client_numbering() {
+    let sc = redlock("canonical", 4, "restarts = 1\npauses = 1", false);
+    let model = LockModel::new(&sc);
+    let mut level = model.init_states();
+    let mut checked = 0;
+    let mut actions = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..8 {
+        let mut next = Vec::new();
+        for s in &level {
+            actions.clear();
+            model.actions(s, &mut actions);
+            next.extend(
+                actions
+                    .iter()
+                    .filter_map(|&a| model.next_state(s, a))
+                    .filter(|n| seen.insert(fingerprint(n))),
+            );
+        }
+        for s in next.iter().step_by(7) {
+            let want = model.representative(s.clone()).fingerprint;
+            for perm in [[1, 0, 2], [2, 0, 1], [0, 2, 1]] {
+                let mut t = s.clone();
+                t.permute_masters(&perm);
+                t.reorder_clients(&[1, 0]);
+                assert_eq!(model.representative(t).fingerprint, want);
+                checked += 1;
+            }
+        }
+        level = next;
+    }
+    assert!(checked > 100);
+}
+
+/// Masters are interchangeable only for Redlock without an option that singles out
+/// node 0 (fencing's INCR).
+#[test]
+fn master_symmetry_only_where_masters_are_interchangeable() {
+    assert!(!LockModel::new(&redlock("fenced", 4, "", true)).masters_symmetric());
+    let single = scenario("single", "lua-release", 3, 4, "");
+    assert!(!LockModel::new(&single).masters_symmetric());
 }

@@ -18,6 +18,14 @@ fn all(n: usize) -> Nodes {
     ((1u32 << n) - 1) as Nodes
 }
 
+/// The set with master `i` renamed to `perm[i]`.
+fn permute(set: Nodes, perm: &[usize]) -> Nodes {
+    perm.iter()
+        .enumerate()
+        .filter(|(old, _)| set & (1 << old) != 0)
+        .fold(0, |acc, (_, &new)| acc | (1 << new))
+}
+
 /// Redlock over N masters.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Redlock {
@@ -80,6 +88,29 @@ impl Redlock {
                 command: command(),
             })
             .collect()
+    }
+
+    /// Rename master `i` to `perm[i]` in the per-master bookkeeping. The masters are
+    /// independent and interchangeable, so a renamed machine behaves the same towards the
+    /// renamed masters (the model merges such states).
+    pub fn permute_nodes(&mut self, perm: &[usize]) {
+        assert_eq!(perm.len(), self.n(), "a permutation of every master");
+        match &mut self.phase {
+            Phase::Idle | Phase::Held(_) => {}
+            Phase::Acquiring {
+                pending, granted, ..
+            } => {
+                *pending = permute(*pending, perm);
+                *granted = permute(*granted, perm);
+            }
+            Phase::Releasing { pending, .. } => *pending = permute(*pending, perm),
+            Phase::Extending {
+                pending, extended, ..
+            } => {
+                *pending = permute(*pending, perm);
+                *extended = permute(*extended, perm);
+            }
+        }
     }
 
     fn release_all(&mut self, cfg: &LockConfig, grant: Grant, why: Option<Denied>) -> Step {
@@ -247,5 +278,40 @@ impl Protocol for Redlock {
             Phase::Held(g) => Some(g),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::design_id::DesignId;
+    use crate::machine::NoAnswer;
+
+    /// A machine with masters renamed answers the renamed masters as the original answers
+    /// the original ones.
+    #[test]
+    fn renamed_masters_behave_the_same() {
+        let mut cfg = LockConfig::new(DesignId::Redlock, "k", 100);
+        cfg.masters = 3;
+        let perm = [2, 0, 1];
+        let mut a = Redlock::new(3);
+        a.acquire(&cfg, 0, "t1");
+        // Master 0 grants, master 1 refuses; master 2 still pending.
+        a.on_answer(&cfg, 0, Ok(Reply::Ok), 1);
+        a.on_answer(&cfg, 1, Ok(Reply::Nil), 1);
+        let mut b = a.clone();
+        b.permute_nodes(&perm);
+        assert_ne!(a, b);
+        // Master 2 (renamed 1) does not answer: one grant of three, no quorum either way.
+        let sa = a.on_answer(&cfg, 2, Err(NoAnswer), 2);
+        assert_eq!(b.on_answer(&cfg, 2, Err(NoAnswer), 2), Step::default());
+        let sb = b.on_answer(&cfg, perm[2], Err(NoAnswer), 2);
+        assert_eq!(sa.sends.len(), 3);
+        assert_eq!(sa, sb);
+        // Renaming back gives the original.
+        let mut c = b.clone();
+        c.permute_nodes(&[1, 2, 0]);
+        a.permute_nodes(&[0, 1, 2]);
+        assert_eq!(a, c);
     }
 }

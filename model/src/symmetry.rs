@@ -1,0 +1,214 @@
+//! Symmetry reduction: states that differ only by a renaming of interchangeable parts are
+//! one state for the search.
+//!
+//! Clients are always interchangeable (tokens are free of client ids). Redlock's masters
+//! are too, when each is an independent node and nothing singles one out: no replicas
+//! (a master/replica topology is not symmetric) and no option that talks to node 0 only
+//! (fencing's INCR, WAIT). The representative of a state is the smallest, by fingerprint,
+//! of its renamings that order the masters by a client-independent key and then sort the
+//! clients; ties between masters are settled by trying each order of the tied ones, so
+//! the representative is the same for every state of an orbit.
+
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHasher;
+
+use crate::model::{fingerprint, Action, LockModel};
+use crate::state::State;
+
+/// A renaming: client `i` becomes `clients[i]`, node `n` becomes `nodes[n]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Renaming {
+    pub clients: Vec<u8>,
+    pub nodes: Vec<u8>,
+}
+
+impl Renaming {
+    /// Renames nothing.
+    pub fn identity(clients: usize, nodes: usize) -> Self {
+        Renaming {
+            clients: (0..clients as u8).collect(),
+            nodes: (0..nodes as u8).collect(),
+        }
+    }
+
+    /// The renaming that undoes this one.
+    pub fn inverse(&self) -> Self {
+        let invert = |v: &[u8]| {
+            let mut out = vec![0u8; v.len()];
+            for (i, &j) in v.iter().enumerate() {
+                out[j as usize] = i as u8;
+            }
+            out
+        };
+        Renaming {
+            clients: invert(&self.clients),
+            nodes: invert(&self.nodes),
+        }
+    }
+
+    /// This renaming, then `next`.
+    pub fn then(&self, next: &Renaming) -> Self {
+        Renaming {
+            clients: self
+                .clients
+                .iter()
+                .map(|&c| next.clients[c as usize])
+                .collect(),
+            nodes: self.nodes.iter().map(|&n| next.nodes[n as usize]).collect(),
+        }
+    }
+
+    /// The action as it reads after the renaming.
+    pub fn action(&self, a: Action) -> Action {
+        a.rename(|c| self.clients[c as usize], |n| self.nodes[n as usize])
+    }
+}
+
+/// A state's representative.
+pub struct Representative {
+    /// Its fingerprint, the key of the visited set.
+    pub fingerprint: u64,
+    /// The representative state.
+    pub state: State,
+    /// The renaming that turns the original state into the representative.
+    pub renaming: Renaming,
+}
+
+impl LockModel {
+    /// Whether renaming masters maps behaviours to behaviours: independent masters that
+    /// are their own nodes, and no option that talks to node 0 only.
+    pub fn masters_symmetric(&self) -> bool {
+        let sc = &self.scenario;
+        sc.topology.masters > 1
+            && sc.topology.replicas == 0
+            && !self.cfg.fencing
+            && self.cfg.wait_replicas == 0
+    }
+
+    /// The representative of `s` under client (and, where valid, master) renaming.
+    pub fn representative(&self, s: State) -> Representative {
+        let mut masters = if self.masters_symmetric() {
+            master_orders(&s)
+        } else {
+            vec![(0..s.nodes.len()).collect()]
+        };
+        // The last candidate takes `s` itself: no copy when there is one candidate.
+        let last = masters.pop().expect("at least the identity order");
+        let mut s = Some(s);
+        let mut best: Option<Representative> = None;
+        let n = masters.len();
+        for (k, order) in masters.into_iter().chain([last]).enumerate() {
+            let mut perm = vec![0; order.len()];
+            for (new, &old) in order.iter().enumerate() {
+                perm[old] = new;
+            }
+            let mut t = if k < n {
+                s.clone().expect("taken by the last candidate only")
+            } else {
+                s.take().expect("taken by the last candidate only")
+            };
+            if order.iter().enumerate().any(|(a, &b)| a != b) {
+                t.permute_masters(&perm);
+            }
+            let mut clients: Vec<usize> = (0..t.clients.len()).collect();
+            clients.sort_by_cached_key(|&i| sort_key(&t.clients[i]));
+            if clients.iter().enumerate().any(|(a, &b)| a != b) {
+                t.reorder_clients(&clients);
+            }
+            let fp = fingerprint(&t);
+            if best.as_ref().is_some_and(|b| b.fingerprint <= fp) {
+                continue;
+            }
+            let mut renaming = Renaming::identity(clients.len(), perm.len());
+            for (new, &old) in clients.iter().enumerate() {
+                renaming.clients[old] = new as u8;
+            }
+            for (old, &new) in perm.iter().enumerate() {
+                renaming.nodes[old] = new as u8;
+            }
+            best = Some(Representative {
+                fingerprint: fp,
+                state: t,
+                renaming,
+            });
+        }
+        best.expect("at least the identity order")
+    }
+}
+
+/// The candidate orders of the masters (each lists the old master at each new position):
+/// sorted by a key that no client renaming changes, every order of tied masters.
+fn master_orders(s: &State) -> Vec<Vec<usize>> {
+    let keys: Vec<u64> = (0..s.nodes.len()).map(|m| master_key(s, m)).collect();
+    let mut sorted: Vec<usize> = (0..keys.len()).collect();
+    sorted.sort_by_key(|&m| keys[m]);
+    if sorted.windows(2).all(|w| keys[w[0]] != keys[w[1]]) {
+        return vec![sorted];
+    }
+    let mut orders = vec![Vec::with_capacity(sorted.len())];
+    let mut start = 0;
+    while start < sorted.len() {
+        let end = start + sorted[start..].partition_point(|&m| keys[m] == keys[sorted[start]]);
+        let group = &sorted[start..end];
+        orders = orders
+            .into_iter()
+            .flat_map(|prefix| {
+                permutations(group).into_iter().map(move |tail| {
+                    let mut o = prefix.clone();
+                    o.extend(tail);
+                    o
+                })
+            })
+            .collect();
+        start = end;
+    }
+    orders
+}
+
+/// What master `m` looks like with client identities left out: its node, and the
+/// clients' requests to it and links to it, combined in an order-free way.
+fn master_key(s: &State, m: usize) -> u64 {
+    let node = &s.nodes[m];
+    let mut h = FxHasher::default();
+    (node.alive, node.offset).hash(&mut h);
+    for (k, e) in &node.data.entries {
+        (k, &e.value, e.expires_at, e.owner.is_some()).hash(&mut h);
+    }
+    let links = s
+        .clients
+        .iter()
+        .map(|c| {
+            let f = c.flights[m].as_ref().map(|f| (&f.command, &f.held, f.age));
+            sort_key(&(f, c.cut & (1 << m) != 0))
+        })
+        .fold(0u64, u64::wrapping_add);
+    links.hash(&mut h);
+    h.finish()
+}
+
+/// A cheap hash to order parts by. A collision only leaves two parts in their original
+/// order (a representative less often shared, never a wrong one), so it need not be the
+/// state fingerprint's strong hash.
+fn sort_key<T: Hash>(value: &T) -> u64 {
+    let mut h = FxHasher::default();
+    value.hash(&mut h);
+    h.finish()
+}
+
+/// Every order of `items`.
+fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
+    if items.len() <= 1 {
+        return vec![items.to_vec()];
+    }
+    let mut out = Vec::new();
+    for (i, &first) in items.iter().enumerate() {
+        let mut rest = items.to_vec();
+        rest.remove(i);
+        for mut tail in permutations(&rest) {
+            tail.insert(0, first);
+            out.push(tail);
+        }
+    }
+    out
+}
