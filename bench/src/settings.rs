@@ -1,0 +1,67 @@
+//! The benchmark's settings, from the environment.
+
+use std::time::Duration;
+
+/// How long and how often to measure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// Rounds; in each, every contender runs once per concurrency level.
+    pub rounds: usize,
+    /// How long one contender runs in one slot of a round.
+    pub slot: Duration,
+    /// Unmeasured cycles per client before each slot (connections, script cache).
+    pub warmup_cycles: usize,
+    /// The numbers of concurrent tasks.
+    pub tasks: Vec<usize>,
+    /// The lock ttl.
+    pub ttl: Duration,
+}
+
+impl Default for Settings {
+    /// The full run: 5 rounds of 28 slots of 1 s, about three minutes.
+    fn default() -> Self {
+        Settings {
+            rounds: 5,
+            slot: Duration::from_millis(1000),
+            warmup_cycles: 20,
+            tasks: vec![1, 16],
+            ttl: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Settings {
+    /// The smoke run: one round of tiny slots, to check that every row gets figures.
+    pub fn smoke() -> Self {
+        Settings {
+            rounds: 1,
+            slot: Duration::from_millis(40),
+            warmup_cycles: 1,
+            ..Settings::default()
+        }
+    }
+
+    /// `LOCKLAB_BENCH_SMOKE=1` for the smoke run; otherwise the defaults, with
+    /// `LOCKLAB_BENCH_ROUNDS` and `LOCKLAB_BENCH_SLOT_MS` overriding them.
+    pub fn from_env() -> Result<Self, String> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let mut s = match var("LOCKLAB_BENCH_SMOKE").as_deref() {
+            None | Some("0") => Settings::default(),
+            Some(_) => Settings::smoke(),
+        };
+        let number = |name: &str, value: String| -> Result<u64, String> {
+            value
+                .parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{name}: expected a positive whole number, got {value:?}"))
+        };
+        if let Some(v) = var("LOCKLAB_BENCH_ROUNDS") {
+            s.rounds = number("LOCKLAB_BENCH_ROUNDS", v)? as usize;
+        }
+        if let Some(v) = var("LOCKLAB_BENCH_SLOT_MS") {
+            s.slot = Duration::from_millis(number("LOCKLAB_BENCH_SLOT_MS", v)?);
+        }
+        Ok(s)
+    }
+}
