@@ -37,8 +37,9 @@ use crate::raw::{Raw, Sequence};
 pub const MASTERS: usize = 5;
 
 /// Every contender, grouped by node count: for one node the raw floors, locklab's
-/// single-node designs, the raw loop on one shared connection and the reference; for 3
-/// and 5 nodes the raw fan-out, locklab's Redlock and the reference. `reference(n)`
+/// single-node designs, the raw loop and `lua-release` with a connection per task
+/// (for information) and the reference; for 3 and 5 nodes the raw fan-out, locklab's
+/// Redlock and the reference. `reference(n)`
 /// makes the reference on `n` nodes (rslock, added by the bench target).
 pub fn contenders(
     ttl: Duration,
@@ -67,7 +68,11 @@ pub fn contenders(
             "raw reentrant",
             ttl,
         )),
-        Box::new(Raw::shared_connection("raw 1-conn", 1, ms)),
+        Box::new(Raw::connection_per_client("raw conn-per-task", 1, ms)),
+        Box::new(
+            Locklab::new("lua-release", 1, LockBuilder::lua_release, false, "raw", ttl)
+                .own_connections("lua-release conn-per-lock"),
+        ),
         reference(1),
     ];
     for n in [3, 5] {

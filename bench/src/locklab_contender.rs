@@ -1,9 +1,11 @@
 //! locklab's designs, built with the public [`LockBuilder`]: one `Lock` handle per
-//! client (a handle is one client with one state machine and one key).
+//! client (a handle is one client with one state machine and one key). The handles of
+//! one run share their node connections through one [`Connections`], unless the row
+//! shows the default of a connection per handle.
 
 use std::time::Duration;
 
-use locklab::driver::{Lock, LockBuilder, LockGuard};
+use locklab::driver::{Connections, Lock, LockBuilder, LockGuard};
 
 use crate::contender::{BoxFuture, Client, Contender, Kind};
 
@@ -15,6 +17,7 @@ pub struct Locklab {
     builder: fn() -> LockBuilder,
     fencing: bool,
     ttl: Duration,
+    share: bool,
 }
 
 impl Locklab {
@@ -35,7 +38,16 @@ impl Locklab {
             builder,
             fencing,
             ttl,
+            share: true,
         }
+    }
+
+    /// The same with a connection per handle (the builder's default), shown for
+    /// information.
+    pub fn own_connections(mut self, name: &str) -> Locklab {
+        self.name = name.to_string();
+        self.share = false;
+        self
     }
 }
 
@@ -49,6 +61,9 @@ impl Contender for Locklab {
     }
 
     fn kind(&self) -> Kind {
+        if !self.share {
+            return Kind::Info;
+        }
         Kind::Locklab {
             floor: self.floor.clone(),
         }
@@ -60,9 +75,14 @@ impl Contender for Locklab {
         keys: Vec<String>,
     ) -> BoxFuture<'a, Result<Vec<Box<dyn Client>>, String>> {
         Box::pin(async move {
+            let connections = Connections::new();
             let mut clients: Vec<Box<dyn Client>> = Vec::with_capacity(keys.len());
             for key in keys {
-                let lock = (self.builder)()
+                let mut builder = (self.builder)();
+                if self.share {
+                    builder = builder.connections(&connections);
+                }
+                let lock = builder
                     .key(key)
                     .nodes(urls[..self.masters].iter().cloned())
                     .ttl(self.ttl)

@@ -24,7 +24,7 @@ pub enum Sequence {
 /// How the clients of one run reach the nodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sharing {
-    /// Each client has connections of its own, as each locklab `Lock` has.
+    /// Each client has connections of its own, as a locklab `Lock` by default.
     PerClient,
     /// All clients multiplex one connection per node.
     OneConnection,
@@ -41,25 +41,28 @@ pub struct Raw {
 }
 
 impl Raw {
-    /// The floor for `sequence` on `masters` nodes.
+    /// The floor for `sequence` on `masters` nodes: every client on one multiplexed
+    /// connection per node, as locklab's locks sharing [`Connections`].
+    ///
+    /// [`Connections`]: locklab::driver::Connections
     pub fn floor(name: &str, masters: usize, sequence: Sequence, ttl_ms: u64) -> Raw {
         Raw {
             name: name.to_string(),
             masters,
             sequence,
-            sharing: Sharing::PerClient,
+            sharing: Sharing::OneConnection,
             kind: Kind::Floor,
             ttl_ms,
         }
     }
 
-    /// The naive loop: every client on one shared multiplexed connection.
-    pub fn shared_connection(name: &str, masters: usize, ttl_ms: u64) -> Raw {
+    /// The same with connections of its own per client, shown for information.
+    pub fn connection_per_client(name: &str, masters: usize, ttl_ms: u64) -> Raw {
         Raw {
             name: name.to_string(),
             masters,
             sequence: Sequence::SetThenCompareDelete,
-            sharing: Sharing::OneConnection,
+            sharing: Sharing::PerClient,
             kind: Kind::Info,
             ttl_ms,
         }

@@ -62,7 +62,7 @@ fn kind_label(kind: &Kind) -> String {
         Kind::Floor => "raw floor".into(),
         Kind::Locklab { floor } => format!("locklab (floor: {floor})"),
         Kind::Reference => "rslock".into(),
-        Kind::Info => "raw, for information".into(),
+        Kind::Info => "for information".into(),
     }
 }
 

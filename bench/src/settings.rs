@@ -18,11 +18,13 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The full run: 5 rounds of 28 slots of 1 s, about three minutes.
+    /// The full run: 15 rounds of 30 slots of 250 ms, about three minutes. Many short
+    /// slots rather than few long ones, so that bursts of load from elsewhere fall on
+    /// every contender alike.
     fn default() -> Self {
         Settings {
-            rounds: 5,
-            slot: Duration::from_millis(1000),
+            rounds: 15,
+            slot: Duration::from_millis(250),
             warmup_cycles: 20,
             tasks: vec![1, 16],
             ttl: Duration::from_secs(10),

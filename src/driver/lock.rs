@@ -4,8 +4,8 @@
 //! Every operation (acquire, release, extend, and the watchdog's renewals) takes the
 //! machine's mutex for its whole run, so one operation at most is in flight per machine.
 //! An operation sends the machine's commands (to every node at once for Redlock, each
-//! with the per-command timeout), feeds each reply back as it arrives, and stops at the
-//! machine's outcome.
+//! with the per-command timeout, polled in place: see [`InFlight`]), feeds each reply
+//! back as it arrives, and stops at the machine's outcome.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use tokio::task::{AbortHandle, JoinSet};
+use tokio::task::AbortHandle;
 
 use super::error::LockError;
 use super::gate::PauseGate;
 use super::guard::LockGuard;
+use super::in_flight::InFlight;
 use super::node::Node;
 use super::watchdog;
 use crate::design_id::DesignId;
@@ -155,7 +156,7 @@ impl Shared {
     /// the machine sees it.
     async fn run(&self, machine: &mut LockMachine, mut step: Step) -> Result<Finished, LockError> {
         let mut failures: Vec<Option<LockError>> = self.nodes.iter().map(|_| None).collect();
-        let mut in_flight = JoinSet::new();
+        let mut in_flight = InFlight::default();
         loop {
             if let Some(outcome) = step.outcome.take() {
                 return Ok(Finished { outcome, failures });
@@ -170,19 +171,15 @@ impl Shared {
                             self.nodes.len()
                         ))
                     })?;
-                    in_flight.spawn(async move {
-                        let result = node.execute(&send.command).await;
-                        (send.node, result)
-                    });
+                    let command = send.command;
+                    in_flight.push(send.node, async move { node.execute(&command).await });
                 }
             }
-            let Some(joined) = in_flight.join_next().await else {
+            let Some((node, result)) = in_flight.next().await else {
                 return Err(LockError::Internal(
                     "the state machine stopped without an outcome".into(),
                 ));
             };
-            let (node, result) =
-                joined.map_err(|e| LockError::Internal(format!("node task: {e}")))?;
             // A paused client does not see its replies until it resumes.
             self.gate.wait().await;
             let answer = match result {

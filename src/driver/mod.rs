@@ -92,14 +92,17 @@
 //! ```
 
 mod builder;
+mod connections;
 mod error;
 mod gate;
 mod guard;
+mod in_flight;
 mod lock;
 mod node;
 mod watchdog;
 
 pub use builder::LockBuilder;
+pub use connections::Connections;
 pub use error::LockError;
 pub use gate::PauseGate;
 pub use guard::LockGuard;
@@ -119,5 +122,6 @@ mod tests {
         send_sync::<LockError>();
         send_sync::<PauseGate>();
         send_sync::<Node>();
+        send_sync::<Connections>();
     }
 }
