@@ -104,7 +104,10 @@ pub async fn bench(
         .await
         .map_err(|e| format!("cannot start Redis containers: {e}"))?;
     let urls = cluster.master_urls();
-    let list = contenders(settings.ttl, reference);
+    let list: Vec<Box<dyn Contender>> = contenders(settings.ttl, reference)
+        .into_iter()
+        .filter(|c| settings.runs(c.name(), c.masters()))
+        .collect();
     let ran = run(settings, &list, &urls, |m, name| {
         eprintln!(
             "round {} {name:>22} x{:<2} {:>8.0} cycles/s{}",

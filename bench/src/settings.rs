@@ -15,6 +15,9 @@ pub struct Settings {
     pub tasks: Vec<usize>,
     /// The lock ttl.
     pub ttl: Duration,
+    /// Run only the contenders whose `name/nodes` label contains one of these (all
+    /// when empty); for profiling one contender.
+    pub only: Vec<String>,
 }
 
 impl Default for Settings {
@@ -28,6 +31,7 @@ impl Default for Settings {
             warmup_cycles: 20,
             tasks: vec![1, 16],
             ttl: Duration::from_secs(10),
+            only: Vec::new(),
         }
     }
 }
@@ -44,7 +48,8 @@ impl Settings {
     }
 
     /// `LOCKLAB_BENCH_SMOKE=1` for the smoke run; otherwise the defaults, with
-    /// `LOCKLAB_BENCH_ROUNDS` and `LOCKLAB_BENCH_SLOT_MS` overriding them.
+    /// `LOCKLAB_BENCH_ROUNDS` and `LOCKLAB_BENCH_SLOT_MS` overriding them, and
+    /// `LOCKLAB_BENCH_ONLY` (comma-separated, e.g. `raw/5,redlock/5`) picking contenders.
     pub fn from_env() -> Result<Self, String> {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         let mut s = match var("LOCKLAB_BENCH_SMOKE").as_deref() {
@@ -64,6 +69,15 @@ impl Settings {
         if let Some(v) = var("LOCKLAB_BENCH_SLOT_MS") {
             s.slot = Duration::from_millis(number("LOCKLAB_BENCH_SLOT_MS", v)?);
         }
+        if let Some(v) = var("LOCKLAB_BENCH_ONLY") {
+            s.only = v.split(',').map(|p| p.trim().to_string()).collect();
+        }
         Ok(s)
+    }
+
+    /// Whether the contender `name` on `nodes` nodes runs.
+    pub fn runs(&self, name: &str, nodes: usize) -> bool {
+        let label = format!("{name}/{nodes}");
+        self.only.is_empty() || self.only.iter().any(|p| label.contains(p.as_str()))
     }
 }
