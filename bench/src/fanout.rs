@@ -29,7 +29,12 @@ pub async fn join_all<F: Future>(mut futures: Vec<F>) -> Vec<F::Output> {
             }
         }
         if done {
-            Poll::Ready(outputs.iter_mut().map(|o| o.take().expect("ready")).collect())
+            Poll::Ready(
+                outputs
+                    .iter_mut()
+                    .map(|o| o.take().expect("ready"))
+                    .collect(),
+            )
         } else {
             Poll::Pending
         }

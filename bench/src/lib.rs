@@ -48,9 +48,28 @@ pub fn contenders(
     let ms = ttl.as_millis() as u64;
     let mut v: Vec<Box<dyn Contender>> = vec![
         Box::new(Raw::floor("raw", 1, Sequence::SetThenCompareDelete, ms)),
-        Box::new(Locklab::new("lua-release", 1, LockBuilder::lua_release, false, "raw", ttl)),
-        Box::new(Locklab::new("watchdog", 1, LockBuilder::watchdog, false, "raw", ttl)),
-        Box::new(Raw::floor("raw+incr", 1, Sequence::SetIncrThenCompareDelete, ms)),
+        Box::new(Locklab::new(
+            "lua-release",
+            1,
+            LockBuilder::lua_release,
+            false,
+            "raw",
+            ttl,
+        )),
+        Box::new(Locklab::new(
+            "watchdog",
+            1,
+            LockBuilder::watchdog,
+            false,
+            "raw",
+            ttl,
+        )),
+        Box::new(Raw::floor(
+            "raw+incr",
+            1,
+            Sequence::SetIncrThenCompareDelete,
+            ms,
+        )),
         Box::new(Locklab::new(
             "lua-release+fencing",
             1,
@@ -59,7 +78,12 @@ pub fn contenders(
             "raw+incr",
             ttl,
         )),
-        Box::new(Raw::floor("raw reentrant", 1, Sequence::ReentrantScripts, ms)),
+        Box::new(Raw::floor(
+            "raw reentrant",
+            1,
+            Sequence::ReentrantScripts,
+            ms,
+        )),
         Box::new(Locklab::new(
             "reentrant",
             1,
@@ -70,14 +94,33 @@ pub fn contenders(
         )),
         Box::new(Raw::connection_per_client("raw conn-per-task", 1, ms)),
         Box::new(
-            Locklab::new("lua-release", 1, LockBuilder::lua_release, false, "raw", ttl)
-                .own_connections("lua-release conn-per-lock"),
+            Locklab::new(
+                "lua-release",
+                1,
+                LockBuilder::lua_release,
+                false,
+                "raw",
+                ttl,
+            )
+            .own_connections("lua-release conn-per-lock"),
         ),
         reference(1),
     ];
     for n in [3, 5] {
-        v.push(Box::new(Raw::floor("raw", n, Sequence::SetThenCompareDelete, ms)));
-        v.push(Box::new(Locklab::new("redlock", n, LockBuilder::redlock, false, "raw", ttl)));
+        v.push(Box::new(Raw::floor(
+            "raw",
+            n,
+            Sequence::SetThenCompareDelete,
+            ms,
+        )));
+        v.push(Box::new(Locklab::new(
+            "redlock",
+            n,
+            LockBuilder::redlock,
+            false,
+            "raw",
+            ttl,
+        )));
         v.push(reference(n));
     }
     v

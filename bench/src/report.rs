@@ -143,7 +143,11 @@ pub fn markdown(
         })
         .collect();
     if !errors.is_empty() {
-        let _ = writeln!(s, "First error per row with errors:\n\n{}\n", errors.join("\n"));
+        let _ = writeln!(
+            s,
+            "First error per row with errors:\n\n{}\n",
+            errors.join("\n")
+        );
     }
     let _ = writeln!(s, "## Targets\n\n{}", target_list(targets));
     if let Some(a) = analysis {

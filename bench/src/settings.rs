@@ -56,13 +56,12 @@ impl Settings {
             None | Some("0") => Settings::default(),
             Some(_) => Settings::smoke(),
         };
-        let number = |name: &str, value: String| -> Result<u64, String> {
-            value
-                .parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{name}: expected a positive whole number, got {value:?}"))
-        };
+        let number =
+            |name: &str, value: String| -> Result<u64, String> {
+                value.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    format!("{name}: expected a positive whole number, got {value:?}")
+                })
+            };
         if let Some(v) = var("LOCKLAB_BENCH_ROUNDS") {
             s.rounds = number("LOCKLAB_BENCH_ROUNDS", v)? as usize;
         }

@@ -96,9 +96,7 @@ pub fn summarize(contenders: &[Box<dyn Contender>], ms: &[Measurement]) -> Vec<R
             let kind = contender.kind();
             let masters = contender.masters();
             let floor = match &kind {
-                Kind::Locklab { floor } => {
-                    find(&|o| o.name() == floor && o.masters() == masters)
-                }
+                Kind::Locklab { floor } => find(&|o| o.name() == floor && o.masters() == masters),
                 _ => None,
             };
             let rslock = match kind {
@@ -147,7 +145,10 @@ pub fn targets(rows: &[Row]) -> Vec<Target> {
         if let Kind::Locklab { floor } = &r.kind {
             if floor == "raw" && r.vs_rslock.is_some() {
                 out.push(Target {
-                    what: format!("{} on {} node(s), {most} tasks, ahead of rslock", r.name, r.masters),
+                    what: format!(
+                        "{} on {} node(s), {most} tasks, ahead of rslock",
+                        r.name, r.masters
+                    ),
                     measured: fmt(r.vs_rslock),
                     met: r.vs_rslock.is_some_and(|x| x > 1.0),
                 });
