@@ -5,6 +5,9 @@ use std::sync::{Arc, Mutex};
 
 use super::node::{ConnectionSlot, NodeTimeouts};
 
+/// The slots by node URL and timeouts.
+type Slots = HashMap<(String, NodeTimeouts), Arc<ConnectionSlot>>;
+
 /// A set of node connections that locks built with it share: locks on the same node URL
 /// with the same timeouts multiplex their commands on one connection, instead of
 /// opening one each.
@@ -22,7 +25,7 @@ use super::node::{ConnectionSlot, NodeTimeouts};
 /// [`LockBuilder::connections`](super::LockBuilder::connections).
 #[derive(Clone, Default)]
 pub struct Connections {
-    slots: Arc<Mutex<HashMap<(String, NodeTimeouts), Arc<ConnectionSlot>>>>,
+    slots: Arc<Mutex<Slots>>,
 }
 
 impl std::fmt::Debug for Connections {
