@@ -56,10 +56,7 @@ impl Renewer {
 }
 
 /// The live hold, if any: its session and when its next renewal is due.
-fn live_hold(
-    shared: &Shared,
-    every: Duration,
-) -> Option<(Weak<Session>, tokio::time::Instant)> {
+fn live_hold(shared: &Shared, every: Duration) -> Option<(Weak<Session>, tokio::time::Instant)> {
     let session = shared.current().filter(|s| s.is_live())?;
     Some((Arc::downgrade(&session), session.began + every))
 }
