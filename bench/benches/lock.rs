@@ -2,6 +2,7 @@
 //!
 //! `cargo bench -p locklab-bench --bench lock`; `LOCKLAB_BENCH_ROUNDS`,
 //! `LOCKLAB_BENCH_SLOT_MS` set the duration, `LOCKLAB_BENCH_SMOKE=1` runs a tiny one,
+//! `LOCKLAB_BENCH_ONLY` picks rows (`name/nodes`, comma-separated),
 //! `LOCKLAB_BENCH_REPORT` names another report file than `reports/bench-lock.md`.
 
 mod rslock_contender;
