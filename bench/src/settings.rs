@@ -21,7 +21,7 @@ pub struct Settings {
 }
 
 impl Default for Settings {
-    /// The full run: 15 rounds of 30 slots of 250 ms, about three minutes. Many short
+    /// The full run: 15 rounds of 30 slots of 250 ms, about four minutes. Many short
     /// slots rather than few long ones, so that bursts of load from elsewhere fall on
     /// every contender alike.
     fn default() -> Self {
