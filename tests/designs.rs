@@ -635,3 +635,91 @@ async fn wait_for_a_present_replica_succeeds() {
     assert!(g.fencing_token().is_some());
     a.release(g).await.unwrap();
 }
+
+#[tokio::test]
+async fn wait_longer_than_the_command_timeout_gets_its_answer() {
+    // No replica: WAIT blocks for its whole timeout, three times the command timeout.
+    // The driver must wait for its answer (0 acks) rather than time the node out.
+    let redis = Redis::start(1).await;
+    let url = redis.url(0);
+    let raw = Raw::new(&url).await;
+    let key = common::key("wait-long");
+    let a = LockBuilder::lua_release()
+        .key(&key)
+        .node(&url)
+        .ttl(ms(5000))
+        .command_timeout(ms(200))
+        .wait_replicas(1)
+        .wait_timeout(ms(600))
+        .build()
+        .await
+        .unwrap();
+    let e = a.try_acquire().await.unwrap_err();
+    assert!(
+        matches!(e, LockError::NotReplicated { acks: 0, wanted: 1 }),
+        "{e:?}"
+    );
+    assert!(!raw.exists(&key).await, "the grant was released");
+}
+
+/// The number of clients connected to the node, by `INFO clients` on `probe`.
+async fn connected_clients(probe: &mut redis::aio::MultiplexedConnection) -> usize {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query_async(probe)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("connected_clients:"))
+        .and_then(|n| n.trim().parse().ok())
+        .expect("INFO clients has connected_clients")
+}
+
+#[tokio::test]
+async fn locks_given_one_connections_share_a_connection_per_node() {
+    use locklab::driver::Connections;
+    let redis = Redis::start(1).await;
+    let url = redis.url(0);
+    let mut probe = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let before = connected_clients(&mut probe).await;
+    let shared = Connections::new();
+    let build = |key: String, wait: u32| {
+        LockBuilder::lua_release()
+            .key(key)
+            .node(&url)
+            .ttl(ms(5000))
+            .retry_count(0)
+            .wait_replicas(wait)
+            .wait_timeout(ms(10))
+            .connections(&shared)
+            .build()
+    };
+    let key = common::key("shared");
+    let a = build(key.clone(), 0).await.unwrap();
+    let b = build(key.clone(), 0).await.unwrap();
+    let mut others = Vec::new();
+    for i in 0..4 {
+        others.push(build(format!("{key}:{i}"), 0).await.unwrap());
+    }
+    // Six locks, one connection.
+    assert_eq!(connected_clients(&mut probe).await, before + 1);
+
+    // Each lock is still its own client: the second is denied, then gets it.
+    let g = a.try_acquire().await.unwrap().expect("free");
+    assert!(b.try_acquire().await.unwrap().is_none());
+    a.release(g).await.unwrap();
+    let g = b.try_acquire().await.unwrap().expect("free again");
+    b.release(g).await.unwrap();
+    for l in &others {
+        let g = l.try_acquire().await.unwrap().expect("own key");
+        l.release(g).await.unwrap();
+    }
+
+    // A lock that WAITs keeps a connection of its own.
+    let _w = build(common::key("shared-wait"), 1).await.unwrap();
+    assert_eq!(connected_clients(&mut probe).await, before + 2);
+}

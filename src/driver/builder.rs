@@ -6,6 +6,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::connections::Connections;
 use super::error::LockError;
 use super::gate::PauseGate;
 use super::lock::{Lock, RetryPolicy};
@@ -48,6 +49,7 @@ pub struct LockBuilder {
     seed: Option<u64>,
     client_id: Option<String>,
     gate: PauseGate,
+    connections: Option<Connections>,
 }
 
 impl LockBuilder {
@@ -74,6 +76,7 @@ impl LockBuilder {
             seed: None,
             client_id: None,
             gate: PauseGate::new(),
+            connections: None,
         }
     }
 
@@ -226,6 +229,14 @@ impl LockBuilder {
         self
     }
 
+    /// Share node connections with the other locks built with `connections` (see
+    /// [`Connections`]); by default a lock opens connections of its own. Ignored when
+    /// the lock `WAIT`s for replicas.
+    pub fn connections(mut self, connections: &Connections) -> Self {
+        self.connections = Some(connections.clone());
+        self
+    }
+
     /// The [`LockConfig`] these settings give, checked.
     pub fn config(&self) -> Result<LockConfig, LockError> {
         if !self.allow_pitfall && !is_safe(self.design) {
@@ -291,11 +302,19 @@ impl LockBuilder {
     /// with a minority of masters unreachable, which reconnect on later operations.
     pub async fn build(self) -> Result<Lock, LockError> {
         let cfg = self.config()?;
+        // WAIT counts the writes of its own connection and blocks it: no sharing then.
+        let shared = self.connections.as_ref().filter(|_| cfg.wait_replicas == 0);
         let nodes = self
             .nodes
             .iter()
             .enumerate()
-            .map(|(i, url)| Node::new(i, url, self.timeouts).map(Arc::new))
+            .map(|(i, url)| {
+                let slot = match shared {
+                    Some(c) => c.slot(url, self.timeouts),
+                    None => Arc::default(),
+                };
+                Node::with_slot(i, url, self.timeouts, slot).map(Arc::new)
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut set = tokio::task::JoinSet::new();
         for node in &nodes {

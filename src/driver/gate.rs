@@ -47,6 +47,9 @@ impl PauseGate {
 
     /// Wait until the gate is open (returns at once when it is).
     pub async fn wait(&self) {
+        if !self.is_paused() {
+            return;
+        }
         let mut rx = self.state.subscribe();
         // The sender lives as long as `self`, so this cannot fail.
         let _ = rx.wait_for(|paused| !*paused).await;

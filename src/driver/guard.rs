@@ -16,7 +16,7 @@ use super::lock::{Session, Shared};
 /// the key goes with the last.
 ///
 /// **Dropping** a guard without releasing it releases nothing in Redis: when the hold's
-/// last guard is dropped its renewal task stops and the key expires within one ttl.
+/// last guard is dropped its renewals stop and the key expires within one ttl.
 ///
 /// Before each write to the protected resource a holder should check
 /// [`is_lost`](Self::is_lost), and better, pass its [`fencing_token`](Self::fencing_token)

@@ -4,8 +4,8 @@
 //! Every operation (acquire, release, extend, and the watchdog's renewals) takes the
 //! machine's mutex for its whole run, so one operation at most is in flight per machine.
 //! An operation sends the machine's commands (to every node at once for Redlock, each
-//! with the per-command timeout), feeds each reply back as it arrives, and stops at the
-//! machine's outcome.
+//! with the per-command timeout, polled in place: see [`InFlight`]), feeds each reply
+//! back as it arrives, and stops at the machine's outcome.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use tokio::task::{AbortHandle, JoinSet};
 
 use super::error::LockError;
 use super::gate::PauseGate;
 use super::guard::LockGuard;
+use super::in_flight::InFlight;
 use super::node::Node;
 use super::watchdog;
 use crate::design_id::DesignId;
@@ -59,15 +59,16 @@ impl Clock {
 }
 
 /// One hold of the lock: from a successful acquire to its release or loss. Re-entries of
-/// the reentrant design share it. Its guards keep it alive; when the last guard goes,
-/// its renewal task is aborted.
+/// the reentrant design share it. Its guards keep it alive; once the last guard is
+/// gone, the lock's renewal task no longer finds it and renews nothing.
 pub(crate) struct Session {
     pub(crate) grant: Mutex<Grant>,
     /// A renewal or release found the lock no longer ours, or its state became unknown.
     pub(crate) lost: AtomicBool,
     /// Released (or lost): no renewal, no further operation.
     pub(crate) ended: AtomicBool,
-    renewal: Mutex<Option<AbortHandle>>,
+    /// When the hold began, on tokio's clock: renewals are due every interval from here.
+    pub(crate) began: tokio::time::Instant,
 }
 
 impl Session {
@@ -76,7 +77,7 @@ impl Session {
             grant: Mutex::new(grant),
             lost: AtomicBool::new(false),
             ended: AtomicBool::new(false),
-            renewal: Mutex::new(None),
+            began: tokio::time::Instant::now(),
         }
     }
 
@@ -99,30 +100,12 @@ impl Session {
         !self.ended.load(Ordering::SeqCst) && !self.lost.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn stop_renewal(&self) {
-        if let Some(handle) = self
-            .renewal
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            handle.abort();
-        }
-    }
-
-    /// The hold is over (released or lost): stop renewing.
+    /// The hold is over (released or lost): the renewal task leaves it alone.
     pub(crate) fn end(&self, lost: bool) {
         if lost {
             self.lost.store(true, Ordering::SeqCst);
         }
         self.ended.store(true, Ordering::SeqCst);
-        self.stop_renewal();
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.stop_renewal();
     }
 }
 
@@ -138,6 +121,8 @@ pub(crate) struct Shared {
     attempts: AtomicU64,
     rng: Mutex<ChaCha8Rng>,
     policy: RetryPolicy,
+    /// The renewal task (designs that renew), started by the first hold.
+    renewer: watchdog::Renewer,
 }
 
 /// An operation's end: the machine's outcome and the error of every node that failed
@@ -155,7 +140,7 @@ impl Shared {
     /// the machine sees it.
     async fn run(&self, machine: &mut LockMachine, mut step: Step) -> Result<Finished, LockError> {
         let mut failures: Vec<Option<LockError>> = self.nodes.iter().map(|_| None).collect();
-        let mut in_flight = JoinSet::new();
+        let mut in_flight = InFlight::default();
         loop {
             if let Some(outcome) = step.outcome.take() {
                 return Ok(Finished { outcome, failures });
@@ -170,19 +155,15 @@ impl Shared {
                             self.nodes.len()
                         ))
                     })?;
-                    in_flight.spawn(async move {
-                        let result = node.execute(&send.command).await;
-                        (send.node, result)
-                    });
+                    let command = send.command;
+                    in_flight.push(send.node, async move { node.execute(&command).await });
                 }
             }
-            let Some(joined) = in_flight.join_next().await else {
+            let Some((node, result)) = in_flight.next().await else {
                 return Err(LockError::Internal(
                     "the state machine stopped without an outcome".into(),
                 ));
             };
-            let (node, result) =
-                joined.map_err(|e| LockError::Internal(format!("node task: {e}")))?;
             // A paused client does not see its replies until it resumes.
             self.gate.wait().await;
             let answer = match result {
@@ -230,7 +211,7 @@ impl Shared {
     }
 
     /// The current session, if it still has a guard.
-    fn current(&self) -> Option<Arc<Session>> {
+    pub(crate) fn current(&self) -> Option<Arc<Session>> {
         self.session
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -315,9 +296,7 @@ impl Shared {
                         *self.session.lock().unwrap_or_else(|e| e.into_inner()) =
                             Arc::downgrade(&session);
                         if self.cfg.design.renews() {
-                            let handle = watchdog::spawn(self.clone(), Arc::downgrade(&session));
-                            *session.renewal.lock().unwrap_or_else(|e| e.into_inner()) =
-                                Some(handle);
+                            self.renewer.hold_began(self);
                         }
                         session
                     }
@@ -491,6 +470,7 @@ impl Lock {
                 attempts: AtomicU64::new(0),
                 rng: Mutex::new(rng),
                 policy,
+                renewer: watchdog::Renewer::default(),
             }),
         }
     }
@@ -591,8 +571,6 @@ impl Lock {
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        if let Some(session) = self.shared.current() {
-            session.stop_renewal();
-        }
+        self.shared.renewer.stop();
     }
 }

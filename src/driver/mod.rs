@@ -17,6 +17,8 @@
 //!   [`Command`](crate::Command) into a real command and the answer into a
 //!   [`Reply`](crate::Reply) (the harness replays model traces through it).
 //! * [`PauseGate`] — a stop-the-world switch for a client's lock tasks.
+//! * [`Connections`] — node connections shared by many locks of one process (by
+//!   default each lock opens its own).
 //! * [`LockError`] — every failure; node failures name the node (index and URL).
 //!
 //! # Time
@@ -34,7 +36,9 @@
 //! the per-command timeout explicitly ([`LockBuilder::connect_timeout`],
 //! [`LockBuilder::command_timeout`]). A command that gets no answer in time is fed to
 //! the machine as "no answer": an acquire then fails with [`LockError::Timeout`] but may
-//! have taken the lock; that key expires by itself after the ttl.
+//! have taken the lock; that key expires by itself after the ttl. `WAIT` gets its own
+//! timeout ([`LockBuilder::wait_timeout`]) on top of the command timeout: Redis holds
+//! its reply until the replicas acknowledge or that timeout runs out.
 //!
 //! # Renewal
 //!
@@ -92,14 +96,17 @@
 //! ```
 
 mod builder;
+mod connections;
 mod error;
 mod gate;
 mod guard;
+mod in_flight;
 mod lock;
 mod node;
 mod watchdog;
 
 pub use builder::LockBuilder;
+pub use connections::Connections;
 pub use error::LockError;
 pub use gate::PauseGate;
 pub use guard::LockGuard;
@@ -119,5 +126,6 @@ mod tests {
         send_sync::<LockError>();
         send_sync::<PauseGate>();
         send_sync::<Node>();
+        send_sync::<Connections>();
     }
 }

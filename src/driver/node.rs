@@ -4,7 +4,7 @@
 //! The harness replays model traces command by command through [`Node::execute`], so
 //! this is the one place where locklab's commands meet the wire.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
@@ -16,12 +16,13 @@ use crate::script::Script;
 
 /// How long a node may take. redis-rs would otherwise wait 500 ms for a response
 /// (and its own default for connecting); both are set here on purpose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct NodeTimeouts {
     /// Establishing a connection.
     pub connect: Duration,
     /// One command, from sending it to its reply (an `EVALSHA` that needs a
-    /// `SCRIPT LOAD` and a second `EVALSHA` counts as one command).
+    /// `SCRIPT LOAD` and a second `EVALSHA` counts as one command). `WAIT` gets its
+    /// own timeout on top, since Redis holds its reply for up to that long.
     pub command: Duration,
 }
 
@@ -34,17 +35,41 @@ impl Default for NodeTimeouts {
     }
 }
 
+/// Where a node's multiplexed connection lives: one node's own, or shared by the
+/// nodes of several locks (see [`Connections`](super::Connections)).
+#[derive(Default)]
+pub(crate) struct ConnectionSlot {
+    /// The connection, once made: a plain mutex, held only to clone it out.
+    current: Mutex<Option<MultiplexedConnection>>,
+    /// Held while connecting, so that concurrent commands make one connection.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+impl ConnectionSlot {
+    fn get(&self) -> Option<MultiplexedConnection> {
+        self.current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set(&self, conn: Option<MultiplexedConnection>) {
+        *self.current.lock().unwrap_or_else(|e| e.into_inner()) = conn;
+    }
+}
+
 /// One Redis node, connected lazily and reconnected after a connection error.
 ///
 /// Cheap to share behind an `Arc`; commands on one node are multiplexed on one
-/// connection.
+/// connection (shared with other locks' nodes when built with the same
+/// [`Connections`](super::Connections)).
 pub struct Node {
     index: usize,
     url: String,
     shown: String,
     client: Client,
     timeouts: NodeTimeouts,
-    conn: tokio::sync::Mutex<Option<MultiplexedConnection>>,
+    slot: Arc<ConnectionSlot>,
 }
 
 impl std::fmt::Debug for Node {
@@ -78,6 +103,16 @@ impl Node {
     /// A node at `url` (e.g. `redis://127.0.0.1:6379`), known as node `index` in errors.
     /// Does not connect: the first command does (see [`Node::connect`]).
     pub fn new(index: usize, url: &str, timeouts: NodeTimeouts) -> Result<Node, LockError> {
+        Node::with_slot(index, url, timeouts, Arc::default())
+    }
+
+    /// A node whose connection lives in `slot` (possibly shared).
+    pub(crate) fn with_slot(
+        index: usize,
+        url: &str,
+        timeouts: NodeTimeouts,
+        slot: Arc<ConnectionSlot>,
+    ) -> Result<Node, LockError> {
         let shown = Redacted(url).to_string();
         let client = Client::open(url).map_err(|source| LockError::InvalidUrl {
             node: index,
@@ -90,7 +125,7 @@ impl Node {
             shown,
             client,
             timeouts,
-            conn: tokio::sync::Mutex::new(None),
+            slot,
         })
     }
 
@@ -115,9 +150,13 @@ impl Node {
     }
 
     async fn connection(&self) -> Result<MultiplexedConnection, LockError> {
-        let mut slot = self.conn.lock().await;
-        if let Some(conn) = slot.as_ref() {
-            return Ok(conn.clone());
+        // The common case: connected; no await, no async mutex.
+        if let Some(conn) = self.slot.get() {
+            return Ok(conn);
+        }
+        let _connecting = self.slot.connecting.lock().await;
+        if let Some(conn) = self.slot.get() {
+            return Ok(conn);
         }
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect))
@@ -133,13 +172,13 @@ impl Node {
             Ok(Err(source)) => return Err(self.unreachable(source)),
             Err(_) => return Err(self.timeout(self.timeouts.connect, "connect")),
         };
-        *slot = Some(conn.clone());
+        self.slot.set(Some(conn.clone()));
         Ok(conn)
     }
 
     /// Forget the connection after a connection error; the next command reconnects.
-    async fn disconnect(&self) {
-        *self.conn.lock().await = None;
+    fn disconnect(&self) {
+        self.slot.set(None);
     }
 
     fn timeout(&self, after: Duration, during: &str) -> LockError {
@@ -168,6 +207,16 @@ impl Node {
     pub async fn execute(&self, command: &Command) -> Result<Reply, LockError> {
         let mut conn = self.connection().await?;
         let name = command_name(command);
+        // WAIT is answered only when enough replicas acknowledged or its own timeout
+        // ran out: give it that long on top of the command timeout.
+        let limit = match command {
+            Command::Wait { timeout_ms, .. } => {
+                let limit = self.timeouts.command + Duration::from_millis(*timeout_ms);
+                conn.set_response_timeout(limit);
+                limit
+            }
+            _ => self.timeouts.command,
+        };
         let sent = async {
             match command {
                 Command::Eval { script, keys, args } => {
@@ -191,9 +240,9 @@ impl Node {
                 }
             }
         };
-        let result = match tokio::time::timeout(self.timeouts.command, sent).await {
+        let result = match tokio::time::timeout(limit, sent).await {
             Ok(result) => result,
-            Err(_) => return Err(self.timeout(self.timeouts.command, name)),
+            Err(_) => return Err(self.timeout(limit, name)),
         };
         match result {
             Ok(value) => self.reply(value),
@@ -202,10 +251,10 @@ impl Node {
                     return Ok(reply);
                 }
                 if e.is_timeout() {
-                    return Err(self.timeout(self.timeouts.command, name));
+                    return Err(self.timeout(limit, name));
                 }
                 if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
-                    self.disconnect().await;
+                    self.disconnect();
                 }
                 Err(self.unreachable(e))
             }

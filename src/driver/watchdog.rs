@@ -1,12 +1,18 @@
 //! The renewal task of the designs that renew while held ([`DesignId::renews`]:
 //! `watchdog`, `reentrant`), as Redisson's watchdog: every
-//! [`LockConfig::renew_interval`] (ttl/3) it extends the lease if the lock is still ours.
+//! [`LockConfig::renew_interval`] (ttl/3) from the start of a hold it extends the lease
+//! if the lock is still ours.
 //!
-//! It stops when the hold is released, when a renewal finds the lock gone (the guard
-//! then reports [`is_lost`](super::LockGuard::is_lost)), and when the hold's last guard
-//! or the [`Lock`](super::Lock) is dropped (the task is aborted; the key then expires
-//! within one ttl). A node that does not answer does not stop it: the next renewal tries
-//! again, and the lease runs out by itself if none succeeds.
+//! One task per [`Lock`](super::Lock), started by its first hold and parked while it
+//! holds nothing, so that a hold costs no task spawn: an acquire only records the hold
+//! (and wakes the task if it is parked); a release only marks the hold ended, which
+//! the task sees when the next renewal is due.
+//!
+//! It renews nothing for a hold that was released, that a renewal found gone (the
+//! guard then reports [`is_lost`](super::LockGuard::is_lost)), or whose last guard was
+//! dropped (the key then expires within one ttl); dropping the [`Lock`](super::Lock)
+//! aborts the task. A node that does not answer does not stop it: the next renewal
+//! tries again, and the lease runs out by itself if none succeeds.
 //!
 //! It obeys the pause gate like every operation: a paused client renews nothing, which
 //! is exactly how a stop-the-world pause defeats a watchdog.
@@ -14,36 +20,90 @@
 //! [`DesignId::renews`]: crate::DesignId::renews
 //! [`LockConfig::renew_interval`]: crate::LockConfig::renew_interval
 
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use super::error::LockError;
 use super::lock::{Session, Shared};
 
-/// Start renewing `session` in the background.
-pub(crate) fn spawn(shared: Arc<Shared>, session: Weak<Session>) -> AbortHandle {
-    let every = Duration::from_millis(shared.cfg.renew_interval());
+/// A lock's renewal task: started on the first hold, woken by later ones.
+#[derive(Default)]
+pub(crate) struct Renewer {
+    task: Mutex<Option<AbortHandle>>,
+    wake: Arc<Notify>,
+}
+
+impl Renewer {
+    /// A hold began (it is the lock's current session): renew it from now on.
+    pub(crate) fn hold_began(&self, shared: &Arc<Shared>) {
+        let mut task = self.task.lock().unwrap_or_else(|e| e.into_inner());
+        if task.is_none() {
+            *task = Some(spawn(Arc::downgrade(shared), self.wake.clone()));
+        }
+        // Stored as a permit when the task is not parked: it then checks once more.
+        self.wake.notify_one();
+    }
+
+    /// Stop the task (the lock is dropped).
+    pub(crate) fn stop(&self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
+/// The live hold, if any: its session and when its next renewal is due.
+fn live_hold(shared: &Shared, every: Duration) -> Option<(Weak<Session>, tokio::time::Instant)> {
+    let session = shared.current().filter(|s| s.is_live())?;
+    Some((Arc::downgrade(&session), session.began + every))
+}
+
+fn spawn(shared: Weak<Shared>, wake: Arc<Notify>) -> AbortHandle {
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            ticks.tick().await;
-            shared.gate.wait().await;
-            let Some(session) = session.upgrade() else {
-                return;
+            // Parked until a hold begins.
+            let (mut session, mut due) = loop {
+                let woken = wake.notified();
+                let Some(strong) = shared.upgrade() else {
+                    return;
+                };
+                let every = Duration::from_millis(strong.cfg.renew_interval());
+                if let Some(hold) = live_hold(&strong, every) {
+                    break hold;
+                }
+                drop(strong);
+                woken.await;
             };
-            if !session.is_live() || !shared.is_current(&session) {
-                return;
-            }
-            match shared.renew(&session).await {
-                Ok(_) => {}
-                // Lost (the session is marked), or the hold is over: stop.
-                Err(LockError::NotHeld { .. }) => return,
-                // A node failed: keep the old lease and try again next time.
-                Err(e) if e.is_retryable() => {}
-                Err(_) => return,
+            // Renew it every interval while it is the live hold.
+            loop {
+                tokio::time::sleep_until(due).await;
+                let fired = tokio::time::Instant::now();
+                let Some(strong) = shared.upgrade() else {
+                    return;
+                };
+                strong.gate.wait().await;
+                let every = Duration::from_millis(strong.cfg.renew_interval());
+                let Some(current) = strong.current().filter(|s| s.is_live()) else {
+                    break;
+                };
+                if !Weak::ptr_eq(&session, &Arc::downgrade(&current)) {
+                    // A newer hold began: its renewals are due from its start.
+                    (session, due) = (Arc::downgrade(&current), current.began + every);
+                    continue;
+                }
+                match strong.renew(&current).await {
+                    Ok(_) => {}
+                    // Lost (the session is marked), or the hold is over.
+                    Err(LockError::NotHeld { .. }) => break,
+                    // A node failed: keep the old lease and try again next time.
+                    Err(e) if e.is_retryable() => {}
+                    Err(_) => break,
+                }
+                // As a delayed tick: the next renewal one interval after this one fired.
+                due = fired + every;
             }
         }
     })
