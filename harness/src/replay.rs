@@ -135,32 +135,15 @@ fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
             .is_some_and(|last| !model.holds(property, &last))
 }
 
-/// The model's search for counterexamples. The search stops only when every property
-/// is decided, which for the Redlock scenarios (whose other properties hold) means the
-/// whole state space; breadth first with a growing depth bound finds the same shortest
-/// counterexamples of the properties the scenario expects violated much sooner.
+/// The model's search for counterexamples, as `locklab check` runs it.
 fn search_counterexamples(scenario: &Scenario) -> crate::check::Run {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let expected: Vec<Property> = Property::ALL
-        .into_iter()
-        .filter(|p| scenario.expect.get(*p) == Expectation::Violated)
-        .collect();
-    let mut depth = 16;
-    loop {
-        let options = SearchOptions {
-            symmetry: true,
-            threads,
-            max_depth: (!expected.is_empty()).then_some(depth),
-        };
-        let run = Reporter::new().run(scenario, &options);
-        let found = expected
-            .iter()
-            .all(|p| run.result.counterexample(*p).is_some());
-        if found || run.result.complete || options.max_depth.is_none() {
-            return run;
-        }
-        depth += 8;
-    }
+    let options = SearchOptions {
+        symmetry: true,
+        threads,
+        ..SearchOptions::default()
+    };
+    Reporter::new().run(scenario, &options)
 }
 
 /// The counterexamples of a scenario: stored traces, or the model's.

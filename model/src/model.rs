@@ -7,7 +7,9 @@
 //! out). Faults are actions the checker may choose at any point within the budget.
 
 use locklab::resource::Stock;
-use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Outcome, Reply, Step};
+use locklab::{
+    Answer, Command, DesignId, Grant, LockConfig, LockMachine, NoAnswer, Outcome, Reply, Step,
+};
 use stateright::{Model, Property as SrProperty};
 
 use crate::redis::Exec;
@@ -462,8 +464,9 @@ impl LockModel {
         let Some(outcome) = step.outcome else { return };
         let c = &mut s.clients[i];
         c.phase = match (std::mem::replace(&mut c.phase, Phase::Idle), outcome) {
-            (Phase::Acquiring, Outcome::Acquired(_)) => {
+            (Phase::Acquiring, Outcome::Acquired(grant)) => {
                 c.since_renew = 0;
+                c.fence = grant.fence;
                 Phase::Critical {
                     pc: 0,
                     read: None,
@@ -478,7 +481,10 @@ impl LockModel {
                     Phase::Idle
                 }
             }
-            (Phase::Waiting { pc, read, worked }, _) => {
+            (Phase::Waiting { pc, read, worked }, outcome) => {
+                if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
+                    c.fence = Some(f);
+                }
                 let pc = pc + 1;
                 if pc as usize >= self.program.len() {
                     Phase::Done
@@ -610,6 +616,7 @@ impl Model for LockModel {
             retry_wait: false,
             waited: 0,
             since_renew: 0,
+            fence: None,
             flights: vec![None; masters],
             cut: 0,
         };
@@ -689,7 +696,7 @@ impl Model for LockModel {
                 let Phase::Critical { pc, read, worked } = s.clients[i].phase.clone() else {
                     return None;
                 };
-                let fence = s.clients[i].machine.grant().and_then(|g| g.fence);
+                let fence = s.clients[i].fence;
                 let next = Phase::Critical {
                     pc: pc + 1,
                     read,

@@ -66,6 +66,9 @@ pub struct Client {
     pub waited: u8,
     /// Ticks since the lease was last renewed (renewing designs).
     pub since_renew: u8,
+    /// The fencing token of its grant, kept from the acquire (as the driver's guard keeps
+    /// it): a holder whose lease was lost still presents it to the store.
+    pub fence: Option<u64>,
     /// In-flight requests, one slot per master.
     pub flights: Vec<Option<Flight>>,
     /// Masters whose link from this client is cut (bit per master).

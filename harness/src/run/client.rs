@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use locklab::driver::{Node as Link, NodeTimeouts, PauseGate};
-use locklab::{Answer, Command, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
+use locklab::{Answer, Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
 use locklab_model::model::Op;
 
 /// Timeouts of a client's connections: long enough for a loaded machine, short enough
@@ -79,6 +79,9 @@ pub struct Client {
     pub clock_offset: Millis,
     /// Acquire attempts left.
     pub attempts: u32,
+    /// The fencing token of its grant, kept from the acquire: a holder whose lease was
+    /// lost still presents it to the store.
+    pub fence: Option<u64>,
 }
 
 impl std::fmt::Debug for Client {
@@ -113,6 +116,7 @@ impl Client {
             links,
             clock_offset: 0,
             attempts,
+            fence: None,
         })
     }
 
@@ -180,10 +184,13 @@ impl Client {
         };
         let phase = std::mem::replace(&mut self.phase, Phase::Idle);
         let (phase, change) = match (phase, outcome) {
-            (Phase::Acquiring, Outcome::Acquired(grant)) => (
-                Phase::Critical { pc: 0, read: None },
-                Change::Acquired { fence: grant.fence },
-            ),
+            (Phase::Acquiring, Outcome::Acquired(grant)) => {
+                self.fence = grant.fence;
+                (
+                    Phase::Critical { pc: 0, read: None },
+                    Change::Acquired { fence: grant.fence },
+                )
+            }
             (Phase::Acquiring, other) => (
                 if self.attempts == 0 {
                     Phase::Done
@@ -192,7 +199,10 @@ impl Client {
                 },
                 Change::AcquireFailed(format!("{other:?}")),
             ),
-            (Phase::Waiting { pc, read }, _) => {
+            (Phase::Waiting { pc, read }, outcome) => {
+                if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
+                    self.fence = Some(f);
+                }
                 let pc = pc + 1;
                 if pc >= program.len() {
                     (Phase::Done, Change::Answered { done: true })

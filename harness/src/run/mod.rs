@@ -643,7 +643,7 @@ impl Run {
                 "the client is not in its critical section",
             ));
         };
-        let fence = self.clients[c].machine.grant().and_then(|g| g.fence);
+        let fence = self.clients[c].fence;
         let serving = self.serving();
         match action {
             Action::Read(_) => match self.stock.read(fence) {
