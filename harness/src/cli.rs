@@ -30,7 +30,7 @@ pub enum Command {
     Chaos(ChaosArgs),
     /// Regenerate the report gallery.
     Report(ReportArgs),
-    /// Lock crate and checker benchmarks.
+    /// Benchmarks of the model checker (the lock crate's: `cargo bench -p locklab-bench --bench lock`).
     Bench(BenchArgs),
 }
 
