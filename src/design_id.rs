@@ -58,14 +58,6 @@ impl DesignId {
         }
     }
 
-    /// Whether the lock entry carries an expiry set atomically with the acquire.
-    pub fn has_atomic_ttl(self) -> bool {
-        !matches!(
-            self,
-            DesignId::NaiveSetnx | DesignId::SetnxExpire | DesignId::GetsetTimestamp
-        )
-    }
-
     /// Whether the design renews its lease while held (a watchdog task).
     pub fn renews(self) -> bool {
         matches!(self, DesignId::Watchdog | DesignId::Reentrant)

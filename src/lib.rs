@@ -10,14 +10,22 @@
 //!   replies, and returns the [`Command`]s to send and the [`Outcome`]s; it never reads a
 //!   clock and never does I/O, so the model checker (crate `locklab-model`) explores
 //!   the very code the driver runs.
-//! * [`driver`]: the tokio + redis-rs runner, with a builder, guards and a watchdog task.
+//! * `driver` (cargo feature `driver`, on by default): the tokio + redis-rs runner, with a
+//!   builder, guards and a watchdog task, and [`pitfalls`]' `builder`.
 //! * [`script`]: every Lua script, with the Rust function that states its semantics.
 //! * [`resource`]: the protected resource (a fenced stock counter) shared by the model
 //!   and the harness.
+//!
+//! Everything but the driver is the sans-IO core: it compiles with
+//! `default-features = false`, and then neither tokio nor redis-rs is in the dependency
+//! tree (`tests/core_deps.rs` checks it with `cargo tree`). The model checker
+//! (`locklab-model`) depends on the core only, and `tests/machines.rs` runs every
+//! design's machine against the model's abstract Redis in memory.
 
 pub mod command;
 pub mod design;
 mod design_id;
+#[cfg(feature = "driver")]
 pub mod driver;
 pub mod machine;
 mod options;
@@ -28,6 +36,6 @@ pub mod script;
 pub use command::{Command, Reply};
 pub use design_id::{DesignId, Fencing, UnknownDesign};
 pub use machine::{
-    Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, Send, Step,
+    Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, Request, Step,
 };
 pub use script::{Script, ScriptHost};

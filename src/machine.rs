@@ -68,7 +68,15 @@ impl LockConfig {
 
     /// Local time at which a lease started at `started` must be considered lost.
     pub fn lease_end(&self, started: Millis) -> Millis {
-        started + self.ttl as Millis - self.drift() as Millis
+        // Saturating: a ttl past i64::MAX ms is a lease that never ends.
+        started
+            .saturating_add(self.ttl_ms())
+            .saturating_sub(Millis::try_from(self.drift()).unwrap_or(Millis::MAX))
+    }
+
+    /// The ttl as a signed ms count (saturating at `Millis::MAX`, a lease that never ends).
+    pub fn ttl_ms(&self) -> Millis {
+        Millis::try_from(self.ttl).unwrap_or(Millis::MAX)
     }
 
     /// How often a renewing design renews: every ttl/3, as Redisson's watchdog.
@@ -79,7 +87,7 @@ impl LockConfig {
 
 /// A command for one node.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Send {
+pub struct Request {
     /// Index of the master the command is for (0 unless Redlock).
     pub node: usize,
     /// The command.
@@ -143,7 +151,7 @@ pub enum Outcome {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Step {
     /// Commands to send, at most one per node.
-    pub sends: Vec<Send>,
+    pub sends: Vec<Request>,
     /// The outcome, when the operation finished.
     pub outcome: Option<Outcome>,
 }
@@ -156,7 +164,7 @@ impl Step {
     /// Send one command to a node.
     pub fn send_to(node: usize, command: Command) -> Self {
         Step {
-            sends: vec![Send { node, command }],
+            sends: vec![Request { node, command }],
             outcome: None,
         }
     }
@@ -420,6 +428,15 @@ impl LockMachine {
             return Step::default();
         }
         self.core().renew(cfg, now)
+    }
+
+    /// Whether `reply` to the command outstanding on `node` would give this machine the
+    /// lock (asked of a copy; the machine itself is unchanged). The model and the
+    /// real-run engine use it to tell getset-timestamp's winning GETSET, an acquire,
+    /// from a write that displaces another client's lock.
+    pub fn acquires_with(&self, cfg: &LockConfig, node: usize, reply: &Reply, now: Millis) -> bool {
+        let step = self.clone().on_answer(cfg, node, Ok(reply.clone()), now);
+        matches!(step.outcome, Some(Outcome::Acquired(_)))
     }
 
     /// Feed the answer to the command outstanding on `node`.

@@ -46,7 +46,10 @@ async fn basics(design: DesignId) {
     match design {
         // No expiry in Redis at all.
         DesignId::NaiveSetnx | DesignId::GetsetTimestamp => assert_eq!(pttl, -1),
-        _ => assert!(0 < pttl && pttl <= TTL as i64, "pttl {pttl}"),
+        _ => assert!(
+            0 < pttl && pttl <= i64::try_from(TTL).unwrap(),
+            "pttl {pttl}"
+        ),
     }
 
     // Contention: a second client is denied.
@@ -251,7 +254,10 @@ async fn extend_after_expiry(design: DesignId) {
         validity > ms(TTL / 2) && validity <= ms(TTL),
         "{validity:?}"
     );
-    assert!(raw.pttl(&key).await > (TTL / 2) as i64, "expiry pushed out");
+    assert!(
+        raw.pttl(&key).await > i64::try_from(TTL / 2).unwrap(),
+        "expiry pushed out"
+    );
     a.release(g).await.unwrap();
 
     let g = a.try_acquire().await.unwrap().unwrap();
@@ -619,10 +625,11 @@ async fn wait_for_a_present_replica_succeeds() {
         .node(&url)
         .ttl(ms(TTL))
         .wait_replicas(1)
-        // WAIT blocks up to its timeout: the per-command timeout must exceed it, with
-        // room for a loaded machine.
-        .wait_timeout(ms(500))
-        .command_timeout(ms(2000))
+        // WAIT returns as soon as the replica acknowledges, and blocks up to its timeout
+        // otherwise: a long one only costs time on a loaded machine, where the replica
+        // can take a while. The per-command timeout must exceed it.
+        .wait_timeout(ms(3000))
+        .command_timeout(ms(5000))
         .fencing(true)
         .build()
         .await

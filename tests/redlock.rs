@@ -63,7 +63,7 @@ async fn redlock_3_acquire_contention_release_extend_fencing() {
     let v = a.extend(&g).await.unwrap();
     assert!(v > ms(TTL / 2), "{v:?}");
     for r in &raw {
-        assert!(r.pttl(&key).await > (TTL / 2) as i64);
+        assert!(r.pttl(&key).await > i64::try_from(TTL / 2).unwrap());
     }
     a.release(g).await.unwrap();
     for r in &raw {

@@ -1,4 +1,4 @@
-//! The command line (DESIGN.md, "CLI contract").
+//! The command line (docs/ARCHITECTURE.md, "Command line").
 
 use std::path::PathBuf;
 
@@ -32,6 +32,9 @@ pub enum Command {
     Report(ReportArgs),
     /// Benchmarks of the model checker (the lock crate's: `cargo bench -p locklab-bench --bench lock`).
     Bench(BenchArgs),
+    /// Remove the containers and networks of locklab processes that no longer exist
+    /// (runs killed before they could clean up); never those of a running process.
+    Clean,
 }
 
 /// Options of the model search, shared by `check` and `explain`.
@@ -65,6 +68,8 @@ pub struct CheckArgs {
     pub reports: PathBuf,
     #[command(flatten)]
     pub search: SearchArgs,
+    #[command(flatten)]
+    pub strategy: crate::strategy::StrategyArgs,
 }
 
 #[derive(Debug, Args)]
@@ -99,7 +104,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
     /// Real milliseconds per model tick [default: the scenario's tick_ms].
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=locklab_model::scenario::MAX_TICK_MS))]
     pub tick_ms: Option<u64>,
 }
 
@@ -154,4 +159,9 @@ pub struct BenchCheckerArgs {
     /// marked "stopped" (searches without symmetry can take many minutes).
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     pub time_limit: u64,
+    /// Internal: run one search (`SYMMETRY,THREADS`, e.g. `on,2`) of the one scenario
+    /// given and print its figures as JSON; each measurement runs so, in a child
+    /// process, for its own peak memory.
+    #[arg(long, value_name = "SYMMETRY,THREADS", hide = true)]
+    pub child: Option<String>,
 }

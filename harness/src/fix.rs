@@ -6,6 +6,7 @@
 //! each has a different remedy. A row with no cause or no design is a fallback.
 
 use locklab::{DesignId, Fencing};
+use locklab_model::model::Action;
 use locklab_model::scenario::Property;
 use locklab_model::trace::Trace;
 
@@ -20,6 +21,8 @@ pub enum Cause {
     Crash,
     /// A master died and a replica was promoted.
     Failover,
+    /// A replica was promoted while the old master kept serving its side.
+    SplitBrain,
     /// A node restarted empty.
     Restart,
     /// A client-to-node link was cut.
@@ -32,18 +35,38 @@ impl Cause {
     /// The first fault of the trace, or [`Cause::Timing`] when it has none.
     pub fn of(trace: &Trace) -> Cause {
         trace
-            .steps
+            .actions
             .iter()
-            .find_map(|s| match s.kind.as_str() {
-                "Pause" => Some(Cause::Pause),
-                "Crash" => Some(Cause::Crash),
-                "Failover" => Some(Cause::Failover),
-                "Restart" => Some(Cause::Restart),
-                "Partition" => Some(Cause::Partition),
-                "NodeClockJump" | "ClientClockJump" => Some(Cause::ClockJump),
-                _ => None,
-            })
+            .find_map(|&a| Cause::of_action(a))
             .unwrap_or(Cause::Timing)
+    }
+
+    /// The cause an action stands for, if it is a fault.
+    fn of_action(action: Action) -> Option<Cause> {
+        use Action as A;
+        match action {
+            A::Pause(_) => Some(Cause::Pause),
+            A::Crash(_) => Some(Cause::Crash),
+            A::Failover(..) => Some(Cause::Failover),
+            A::SplitBrain(..) => Some(Cause::SplitBrain),
+            A::Restart(_) => Some(Cause::Restart),
+            A::Partition(..) | A::LoseReply(..) => Some(Cause::Partition),
+            A::NodeClockJump(_) | A::ClientClockJump(_) | A::NodeDrift(_) => Some(Cause::ClockJump),
+            A::Tick
+            | A::Acquire(_)
+            | A::Deliver(..)
+            | A::Receive(..)
+            | A::Timeout(..)
+            | A::Renew(_)
+            | A::Read(_)
+            | A::Write(_)
+            | A::Release(_)
+            | A::Reenter(_)
+            | A::Replicate(_)
+            | A::Resume(_)
+            | A::Heal(..)
+            | A::Redirect(..) => None,
+        }
     }
 }
 
@@ -127,6 +150,16 @@ const FAILOVER_WAIT: Fix = Fix {
           acknowledged.)",
 };
 
+const SPLIT_BRAIN_WAIT: Fix = Fix {
+    remedy: "acquire only with a replica's acknowledgement: wait_replicas = 1 (in Redis, \
+             min-replicas-to-write 1 on the master has the same effect)",
+    why: "A partition left two masters: the old one kept serving the clients on its side \
+          while Sentinel promoted a replica on the other, and each granted the lock. The \
+          old master is cut off from every replica, so with WAIT 1 nothing acknowledges a \
+          lock taken there and the client on its side gives up; a lock taken before the \
+          split is on the replica that is promoted.",
+};
+
 const FENCE_SURVIVES_FAILOVER: Fix = Fix {
     remedy: "take fencing tokens from a counter that never goes back (a store with \
              synchronous, consensus-based replication), or WAIT for the counter's INCR \
@@ -203,6 +236,10 @@ const TABLE: &[(Key, Fix)] = &[
     ),
     ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
     (
+        (None, MutualExclusion, Some(SplitBrain), None),
+        SPLIT_BRAIN_WAIT,
+    ),
+    (
         (None, MutualExclusion, Some(Pause), None),
         PAUSE_BEYOND_LEASE,
     ),
@@ -254,7 +291,7 @@ mod tests {
     #[test]
     fn every_design_property_and_cause_has_a_fix() {
         let causes = [
-            Timing, Pause, Crash, Failover, Restart, Partition, ClockJump,
+            Timing, Pause, Crash, Failover, SplitBrain, Restart, Partition, ClockJump,
         ];
         for d in DesignId::ALL {
             for p in Property::ALL {
@@ -269,9 +306,30 @@ mod tests {
     }
 
     #[test]
+    fn the_cause_is_the_first_fault_in_the_trace() {
+        use locklab_model::model::{Action as A, LockModel};
+        use locklab_model::scenario::Scenario;
+        let text = "name = \"p\"\ndesign = \"lua-release\"\n[clients]\ncount = 2\n\
+                    [timing]\nttl = 4\nwork = 1\nmax_step_delay = 1\nhorizon = 10\n\
+                    [faults]\npauses = 1\ncrashes = 1\n[expect]\n\
+                    mutual_exclusion = \"violated\"\nowner_only_release = \"holds\"\n\
+                    no_orphaned_lock = \"holds\"\nresource_safety = \"violated\"\n";
+        let model = LockModel::new(&Scenario::parse(text, "p.toml").unwrap());
+        let cause = |path: &[A]| {
+            let t = locklab_model::trace::build(&model, MutualExclusion, path);
+            assert_eq!(t.steps.len(), path.len(), "the path applies");
+            Cause::of(&t)
+        };
+        assert_eq!(cause(&[A::Acquire(0), A::Deliver(0, 0), A::Tick]), Timing);
+        assert_eq!(cause(&[A::Acquire(0), A::Pause(0), A::Crash(1)]), Pause);
+        assert_eq!(cause(&[A::Acquire(0), A::Crash(1), A::Pause(0)]), Crash);
+    }
+
+    #[test]
     fn the_cause_selects_the_remedy() {
         let me = |c| fix(LuaRelease, MutualExclusion, c, Fencing::Off).remedy;
         assert!(me(Failover).contains("wait_replicas"));
+        assert!(me(SplitBrain).contains("min-replicas-to-write"));
         assert!(me(Pause).contains("fencing"));
         assert!(me(Timing).contains("watchdog"));
         assert!(fix(SetPxGetDel, OwnerOnlyRelease, Timing, Fencing::Off)

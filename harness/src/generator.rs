@@ -30,31 +30,7 @@ use stateright::Model;
 /// end it long before).
 const MAX_STEPS: usize = 5_000;
 
-/// The kinds of fault of a scenario's `[faults]` budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FaultKind {
-    Pause,
-    Crash,
-    Failover,
-    Restart,
-    Partition,
-    ClockJump,
-}
-
-impl FaultKind {
-    /// The kind of a fault action (`None` for every other action).
-    pub fn of(action: &Action) -> Option<FaultKind> {
-        Some(match action {
-            Action::Pause(_) => FaultKind::Pause,
-            Action::Crash(_) => FaultKind::Crash,
-            Action::Failover(..) => FaultKind::Failover,
-            Action::Restart(_) => FaultKind::Restart,
-            Action::Partition(..) => FaultKind::Partition,
-            Action::NodeClockJump(_) | Action::ClientClockJump(_) => FaultKind::ClockJump,
-            _ => return None,
-        })
-    }
-}
+pub use locklab_model::model::FaultKind;
 
 /// A fault the generator plans before the walk.
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +82,7 @@ fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> 
         (FaultKind::Restart, f.restarts),
         (FaultKind::Partition, f.partitions),
         (FaultKind::ClockJump, f.clock_jumps),
+        (FaultKind::LostReply, f.lost_replies),
     ];
     let longest_hold = timing.ttl + timing.max_step_delay + 1;
     let mut planned = Vec::new();
@@ -306,16 +283,22 @@ mod tests {
                     s.actions
                         .iter()
                         .filter(|a| FaultKind::of(a) == Some(k))
-                        .count() as u32
+                        .count()
                 };
-                assert!(count(FaultKind::Pause) <= f.pauses, "{name} seed {seed}");
-                assert!(count(FaultKind::Crash) <= f.crashes, "{name} seed {seed}");
                 assert!(
-                    count(FaultKind::Failover) <= f.failovers,
+                    count(FaultKind::Pause) <= f.pauses as usize,
+                    "{name} seed {seed}"
+                );
+                assert!(
+                    count(FaultKind::Crash) <= f.crashes as usize,
+                    "{name} seed {seed}"
+                );
+                assert!(
+                    count(FaultKind::Failover) <= f.failovers as usize,
                     "{name} seed {seed}"
                 );
                 let ticks = s.actions.iter().filter(|a| **a == Action::Tick).count();
-                assert!(ticks as u32 <= m.scenario.timing.horizon);
+                assert!(ticks <= m.scenario.timing.horizon as usize);
             }
         }
     }

@@ -1,10 +1,12 @@
 //! The `--junit` report of `check`: one testsuite per scenario, one testcase per property.
 //! A mismatch is a `<failure>` whose text is the narrated counterexample (or says that
-//! none exists); a vacuous scenario's properties are `<error>`s. Written by hand.
+//! none exists); a vacuous scenario's properties are `<error type="vacuous-scenario">`s,
+//! a path that failed its re-check an `<error type="path-recheck">`; an expected "holds"
+//! that random walks only did not break is `<skipped>` (unproven). Written by hand.
 
 use std::fmt::Write as _;
 
-use crate::check::{Found, ScenarioOutcome, Status};
+use crate::verdict::{Found, ScenarioOutcome, Status};
 use crate::xml::escape;
 
 pub fn render(outcomes: &[ScenarioOutcome]) -> String {
@@ -77,6 +79,15 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                             }
                             (format!("{message} in {steps} steps"), text)
                         }
+                        (Found::NoneInWalks { walks }, _) => (
+                            message,
+                            format!(
+                                "{walks} random walks did not break {}: the expected \
+                                 counterexample was not reproduced (more walks, another seed \
+                                 or the exhaustive search may)\n",
+                                p.property
+                            ),
+                        ),
                         _ => (
                             message,
                             format!(
@@ -102,12 +113,25 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                     );
                     let _ = writeln!(out, "    </testcase>");
                 }
-                Status::Error => {
-                    let text = o.error().unwrap_or_default();
+                Status::Unproven => {
                     let _ = writeln!(out, "{open}>");
                     let _ = writeln!(
                         out,
-                        "      <error message=\"{}\" type=\"vacuous-scenario\">{}</error>",
+                        "      <skipped message=\"{}\"/>",
+                        escape(&format!("unproven: {message} (random walks prove nothing)"))
+                    );
+                    let _ = writeln!(out, "    </testcase>");
+                }
+                Status::Error => {
+                    let text = o.error().unwrap_or_else(|| p.found_text());
+                    let kind = match p.found {
+                        Found::Unverified { .. } => "path-recheck",
+                        _ => "vacuous-scenario",
+                    };
+                    let _ = writeln!(out, "{open}>");
+                    let _ = writeln!(
+                        out,
+                        "      <error message=\"{}\" type=\"{kind}\">{}</error>",
                         escape(&message),
                         escape(&text)
                     );

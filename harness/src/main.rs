@@ -1,18 +1,22 @@
-//! `locklab`: the command line of the lock laboratory (DESIGN.md, "CLI contract").
+//! `locklab`: the command line of the lock laboratory (docs/ARCHITECTURE.md, "Command line").
 
-mod bench_checker;
-mod chaos;
-mod check;
+// The commands, each depending on the modules below it, never the other way round.
+mod cmd;
+// What the commands share: the command line, the scenarios it names, the search with
+// its progress, the verdicts, and the files they write.
 mod cli;
-mod explain;
-mod explore;
+mod files;
+mod scenario_args;
+mod search;
+mod verdict;
+// Renderers and what they tell, depending on the verdicts and traces only.
 mod fix;
 mod junit;
 mod output;
 mod pitfall;
-mod replay;
 mod report;
 mod sequence;
+mod strategy;
 mod table;
 mod xml;
 
@@ -21,7 +25,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{BenchCommand, Cli, Command};
+use cli::Cli;
 
 // The model checker clones and drops millions of small states; glibc's allocator spent a
 // third of the search time consolidating and freeing them (see reports/bench-checker.md).
@@ -57,24 +61,10 @@ impl Failure {
     }
 }
 
-fn run(cli: &Cli) -> Result<i32, Failure> {
-    match &cli.command {
-        Command::Check(args) => check::run(args),
-        Command::Explain(args) => explain::run(args),
-        Command::Explore(args) => explore::run(args),
-        Command::Replay(args) => replay::run(args),
-        Command::Chaos(args) => chaos::run(args),
-        Command::Report(args) => report::run(args),
-        Command::Bench(args) => match &args.command {
-            BenchCommand::Checker(args) => bench_checker::run(args),
-        },
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
-        Ok(code) => ExitCode::from(code as u8),
+    match cmd::run(&cli) {
+        Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(2)),
         Err(Failure::BadInput(line)) => {
             // As is: `file:line: key `x`: message`, which editors can jump to.
             eprintln!("{line}");

@@ -1,4 +1,4 @@
-//! The `--json` report of `check` (DESIGN.md, "CLI contract").
+//! The `--json` report of `check` (docs/ARCHITECTURE.md, "Command line").
 //!
 //! ```json
 //! {
@@ -14,17 +14,27 @@
 //!       },
 //!       "states": 1234, "unique_states": 567, "seconds": 0.01, "depth": 14,
 //!       "complete": true, "purchased": true, "first_counterexample_seconds": 0.001,
-//!       "error": null }
+//!       "error": null, "strategy": "exhaustive", "walks": null, "seed": null,
+//!       "fingerprint_collision_probability": 8.7e-15 }
 //!   ]
 //! }
 //! ```
 //!
-//! `verdict` is `"holds"`, `"violated"` or `"error"` (vacuous scenario); `within_steps`
-//! is the `--max-depth` bound when the search stopped there with states left.
+//! `verdict` is `"holds"`, `"violated"`, `"not_found"` (random walks found no
+//! counterexample: never a proof) or `"error"` (vacuous scenario, or a path that failed
+//! its re-check against the model: `unverified` says why); `within_steps` is the depth
+//! the search stopped at (`--max-depth`) with states left. Each scenario and property
+//! names its `strategy` (`"exhaustive"` or `"random"`, with `walks` and `seed`), and
+//! `fingerprint_collision_probability` bounds the chance that the visited set merged two
+//! states by a 64-bit fingerprint collision (n²/2^65 for n unique states; the summary
+//! sums the scenarios'; 0 for walks, which keep no visited set). `summary.unproven`
+//! counts expected "holds" that walks only did not break.
 
 use serde_json::{json, Map, Value};
 
-use crate::check::{ScenarioOutcome, Status};
+use locklab_model::search::Strategy;
+
+use crate::verdict::{Found, ScenarioOutcome, Status};
 
 pub fn json(outcomes: &[ScenarioOutcome], exit_code: i32) -> Value {
     let scenarios: Vec<Value> = outcomes.iter().map(scenario).collect();
@@ -41,6 +51,8 @@ pub fn json(outcomes: &[ScenarioOutcome], exit_code: i32) -> Value {
             "matched": count(Status::Match),
             "mismatched": count(Status::Mismatch),
             "errors": outcomes.iter().filter(|o| o.error().is_some()).count(),
+            "unproven": count(Status::Unproven),
+            "fingerprint_collision_probability": crate::table::collision_probability(outcomes),
         },
         "scenarios": scenarios,
     })
@@ -53,11 +65,16 @@ fn scenario(o: &ScenarioOutcome) -> Value {
             p.property.as_str().to_string(),
             json!({
                 "verdict": p.verdict(),
+                "strategy": o.strategy.as_str(),
                 "expected": p.expected.as_str(),
                 "match": p.status() == Status::Match,
                 "within_steps": p.bound,
                 "steps": p.steps(),
                 "trace": p.trace_path.as_ref().map(|t| t.display().to_string()),
+                "unverified": match &p.found {
+                    Found::Unverified { reason } => Some(reason),
+                    _ => None,
+                },
             }),
         );
     }
@@ -74,5 +91,19 @@ fn scenario(o: &ScenarioOutcome) -> Value {
         "purchased": o.purchased,
         "first_counterexample_seconds": o.first_counterexample_seconds,
         "error": o.error(),
+        "coverage": {
+            "faults_never_during_hold": o.faults_never_during_hold,
+            "attempt_after_loss": o.attempt_after_loss,
+        },
+        "strategy": o.strategy.as_str(),
+        "walks": match o.strategy {
+            Strategy::Random { walks, .. } => Some(walks),
+            Strategy::Exhaustive => None,
+        },
+        "seed": match o.strategy {
+            Strategy::Random { seed, .. } => Some(seed),
+            Strategy::Exhaustive => None,
+        },
+        "fingerprint_collision_probability": o.collision_probability,
     })
 }

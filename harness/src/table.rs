@@ -2,7 +2,9 @@
 
 use std::fmt::Write as _;
 
-use crate::check::{ScenarioOutcome, Status};
+use locklab_model::search::Strategy;
+
+use crate::verdict::{Found, ScenarioOutcome, Status};
 
 const HEADER: [&str; 9] = [
     "RESULT", "SCENARIO", "PROPERTY", "EXPECTED", "FOUND", "STEPS", "STATES", "UNIQUE", "SECONDS",
@@ -15,6 +17,7 @@ fn result_text(status: Status) -> &'static str {
         Status::Match => "ok",
         Status::Mismatch => "MISMATCH",
         Status::Error => "ERROR",
+        Status::Unproven => "UNPROVEN",
     }
 }
 
@@ -33,7 +36,11 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                 p.found_text(),
                 p.steps().map_or("-".to_string(), |s| s.to_string()),
                 stat(o.states.to_string()),
-                stat(o.unique_states.to_string()),
+                stat(if o.strategy == Strategy::Exhaustive {
+                    o.unique_states.to_string()
+                } else {
+                    "-".to_string()
+                }),
                 stat(format!("{:.2}", o.seconds)),
             ]);
         }
@@ -74,6 +81,16 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
     }
     for o in outcomes {
         for p in &o.properties {
+            if p.status() == Status::Unproven {
+                let _ = writeln!(
+                    notes,
+                    "UNPROVEN {}: {} expected holds, {}: not a proof (exit 1 unless \
+                     --allow-unproven; only the exhaustive search proves it)",
+                    o.name(),
+                    p.property,
+                    p.found_text()
+                );
+            }
             if p.status() != Status::Mismatch {
                 continue;
             }
@@ -94,6 +111,13 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                         o.scenario.path.display()
                     );
                 }
+                _ if matches!(p.found, Found::NoneInWalks { .. }) => {
+                    let _ = writeln!(
+                        notes,
+                        "; the walks did not reproduce it (more walks, another seed or the \
+                         exhaustive search may)"
+                    );
+                }
                 _ => {
                     let _ = writeln!(notes, "; no counterexample exists within the bound");
                 }
@@ -111,7 +135,7 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
         .collect();
     let count = |s: Status| verdicts.iter().filter(|&&v| v == s).count();
     let errors = outcomes.iter().filter(|o| o.error().is_some()).count();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "\n{} scenarios, {} verdicts: {} match, {} mismatch, {} scenario errors",
         outcomes.len(),
@@ -120,5 +144,26 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
         count(Status::Mismatch),
         errors
     );
+    if count(Status::Unproven) > 0 {
+        let _ = write!(out, ", {} unproven", count(Status::Unproven));
+    }
+    if outcomes.iter().any(|o| o.strategy == Strategy::Exhaustive) {
+        let _ = write!(
+            out,
+            "; fingerprint collision probability <= {:.1e}",
+            collision_probability(outcomes)
+        );
+    }
+    out.push('\n');
     out
+}
+
+/// The chance that some search of the run merged two states by a fingerprint collision:
+/// at most the sum of the searches' birthday bounds (a union bound), at most 1.
+pub fn collision_probability(outcomes: &[ScenarioOutcome]) -> f64 {
+    outcomes
+        .iter()
+        .map(|o| o.collision_probability)
+        .sum::<f64>()
+        .min(1.0)
 }

@@ -174,6 +174,34 @@ fn a_crashed_owners_key_without_expiry_is_an_orphan() {
     );
 }
 
+/// An orphan of any origin: the owner is alive but gave up (its acquire timed out on a
+/// SETNX that ran) or finished (its release got no answer and never ran).
+#[test]
+fn a_key_without_expiry_that_no_live_client_believes_it_holds_is_an_orphan() {
+    let key = Event::KeyObserved {
+        node: 0,
+        owner: Some(0),
+        pttl_ms: -1,
+    };
+    let timed_out = vec![
+        start(0),
+        Event::AcquireFailed {
+            client: 0,
+            outcome: "Denied(Unavailable { node: 0 })".into(),
+        },
+        key.clone(),
+    ];
+    assert_eq!(
+        violated(&history(DesignId::NaiveSetnx, timed_out)),
+        vec![Property::NoOrphanedLock]
+    );
+    let finished = vec![start(0), acquired(0), Event::Done { client: 0 }, key];
+    assert_eq!(
+        violated(&history(DesignId::NaiveSetnx, finished)),
+        vec![Property::NoOrphanedLock]
+    );
+}
+
 #[test]
 fn a_key_without_expiry_of_a_live_owner_or_with_expiry_is_no_orphan() {
     let live = history(

@@ -6,10 +6,19 @@ mod common;
 use std::fs;
 
 use common::*;
-use locklab_model::model::LockModel;
+use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::replay;
-use locklab_model::trace;
+use locklab_model::trace::{self, Trace, TraceStep};
+
+/// The steps of `t` at which a request was executed.
+fn deliveries(t: &Trace) -> impl Iterator<Item = &TraceStep> {
+    t.steps
+        .iter()
+        .zip(&t.actions)
+        .filter(|(_, a)| matches!(a, Action::Deliver(..)))
+        .map(|(s, _)| s)
+}
 
 #[test]
 fn bad_file_exits_2_naming_file_key_and_line() {
@@ -167,9 +176,9 @@ fn traces_load_decode_and_replay_to_the_violation() {
         assert_eq!(embedded, scenario);
         // The decoded actions replay and break the property in the last state only.
         let model = LockModel::new(&embedded);
-        let actions = t.actions().unwrap();
+        let actions = &t.actions;
         assert_eq!(actions.len(), t.steps.len());
-        let states = replay(&model, &actions).expect("the trace replays");
+        let states = replay(&model, actions).expect("the trace replays");
         let last = states.last().unwrap();
         assert!(!model.holds(property, last), "{name}.{property}");
         assert!(states[..states.len() - 1]
@@ -183,13 +192,13 @@ fn traces_load_decode_and_replay_to_the_violation() {
             assert_eq!(step.after.clock, states[k + 1].now as i64);
         }
         // A command and a reply are recorded for executed requests.
-        let delivered = t.steps.iter().find(|s| s.kind == "Deliver").unwrap();
+        let delivered = deliveries(&t).next().unwrap();
         assert!(delivered.command.is_some() && delivered.reply.is_some());
         assert!(delivered.actor.starts_with("node"));
     }
     // naive-setnx: SETNX, executed with reply 1, then the holder crashes.
     let t = trace::load(dir.join("reports/traces/crash.no_orphaned_lock.json")).unwrap();
-    let acquire = t.steps.iter().find(|s| s.kind == "Deliver").unwrap();
+    let acquire = deliveries(&t).next().unwrap();
     assert!(acquire
         .command
         .as_deref()
@@ -302,7 +311,7 @@ fn help_lists_every_subcommand() {
     assert_eq!(code(&out), 0);
     let help = stdout(&out);
     for sub in [
-        "check", "explain", "explore", "replay", "chaos", "report", "bench",
+        "check", "explain", "explore", "replay", "chaos", "report", "bench", "clean",
     ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(sub)),
@@ -367,5 +376,62 @@ fn bench_checker_writes_a_row_per_configuration() {
         stderr(&out).contains("benched bench-me"),
         "{}",
         stderr(&out)
+    );
+}
+
+#[test]
+fn clean_removes_the_containers_of_gone_locklab_processes() {
+    if let Err(e) = locklab_cluster::preflight() {
+        panic!("cannot run the container tests: {e}");
+    }
+    let dir = temp_dir("clean");
+    // This pid with another start time: a locklab process that is gone.
+    let me = locklab_cluster::Owner::current().expect("Linux /proc");
+    let gone = locklab_cluster::Owner {
+        start: me.start + 1,
+        ..me
+    };
+    let name = format!("locklab-clean-test-{}", std::process::id());
+    let mut args = vec![
+        "run".to_string(),
+        "-d".into(),
+        "--name".into(),
+        name.clone(),
+    ];
+    for (k, v) in gone.labels() {
+        args.extend(["--label".to_string(), format!("{k}={v}")]);
+    }
+    args.push(locklab_cluster::image().unwrap().to_string());
+    let exists = |name: &str| {
+        std::process::Command::new("docker")
+            .args(["container", "inspect", name])
+            .output()
+            .expect("run the docker CLI")
+            .status
+            .success()
+    };
+    let run = std::process::Command::new("docker")
+        .args(&args)
+        .output()
+        .expect("run the docker CLI");
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(exists(&name));
+    let out = locklab(&dir, &["clean"]);
+    let removed = !exists(&name);
+    if !removed {
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &name])
+            .output();
+    }
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(removed, "locklab clean left {name}");
+    assert!(
+        stdout(&out).contains(&format!("removed container {name} (owner pid")),
+        "{}",
+        stdout(&out)
     );
 }

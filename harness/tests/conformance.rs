@@ -239,7 +239,8 @@ impl TimeBase {
         if ms < 0 {
             ms
         } else {
-            (ms + self.tick_ms as i64 - 1) / self.tick_ms as i64
+            let tick = i64::try_from(self.tick_ms).unwrap();
+            (ms + tick - 1) / tick
         }
     }
 
@@ -438,7 +439,7 @@ impl Sequence {
         tick_start: Instant,
     ) {
         let deadline = tick_start + base.window();
-        let clock = t as i64;
+        let clock = i64::try_from(t).unwrap();
         // Keys that the model's clock expired since the last tick.
         let before: Vec<bool> = KEYS
             .iter()
@@ -535,9 +536,9 @@ async fn run_sequences(
             // The node's clock reads real time + offset: the offset takes back the real
             // time elapsed so far, so tick t begins at start + tT on the node's clock.
             let now = Instant::now();
-            let elapsed = now.duration_since(start).as_millis() as i64;
+            let elapsed = i64::try_from(now.duration_since(start).as_millis()).unwrap();
             master
-                .set_clock_offset_ms((t as u64 * base.tick_ms) as i64 - elapsed)
+                .set_clock_offset_ms(i64::try_from(t as u64 * base.tick_ms).unwrap() - elapsed)
                 .await
                 .map_err(|e| e.to_string())?;
             now

@@ -150,6 +150,8 @@ fn a_partitioned_link_gives_no_answer_until_healed() {
             Action::Heal(0, 0),
             Action::Acquire(0),
             Action::Deliver(0, 0),
+            // The reply travels on its own leg.
+            Action::Receive(0, 0),
         ] {
             run.step(a).await.unwrap();
         }

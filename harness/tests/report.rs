@@ -169,7 +169,7 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
         "the summary"
     );
     assert!(
-        page.contains("seed: 001_6f5d51ef557a1834.txt"),
+        page.contains("seed: “經典:Redis分布式鎖的正確實現方式” (A classic: the correct way to implement a Redis distributed lock)"),
         "the seed pattern"
     );
     let svgs = inline_svgs(&page);

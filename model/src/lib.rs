@@ -5,12 +5,16 @@
 //! Redis ([`redis`]), logical clocks, faults and the four properties ([`model`]), and a
 //! breadth-first search that merges symmetric states ([`symmetry`]: clients, and
 //! Redlock's independent masters) and reports the shortest counterexample to each
-//! property ([`search`]).
+//! property ([`search`]), re-checked against the model ([`recheck`]); seeded random
+//! walks ([`walk`]) for spaces beyond exhaustive reach.
 
+pub mod client;
 pub mod model;
+pub mod recheck;
 pub mod redis;
 pub mod scenario;
 pub mod search;
 pub mod state;
 pub mod symmetry;
 pub mod trace;
+pub mod walk;

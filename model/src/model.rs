@@ -1,35 +1,46 @@
 //! The stateright model: a small struct, an action enum, and the properties beside them.
 //!
-//! Time is partially synchronous (DESIGN.md, "Model semantics"): a global `Tick` up to
+//! Time is partially synchronous (docs/ARCHITECTURE.md, "Model semantics"): a global `Tick` up to
 //! the horizon, disabled while a running client has had a step pending for
-//! `max_step_delay` ticks. A request and its reply are one step unless the client is
-//! paused (the reply is held until it resumes) or the link is cut (the request times
-//! out). Faults are actions the checker may choose at any point within the budget.
+//! `max_step_delay` ticks. A command travels in two legs, each delivered within
+//! `max_step_delay` ticks: the request reaches the node, which executes it
+//! ([`Action::Deliver`]); the reply comes back to the client ([`Action::Receive`]). A
+//! paused client receives nothing until it resumes (its reply waits, and the clock may
+//! run past the bound meanwhile); a cut link or a dead node answers neither leg, and the
+//! running client's timeout fires ([`Action::Timeout`]), also for a command that ran.
+//! A crashed client's requests already sent still reach their nodes; their replies
+//! are read by nobody. Reduction: a reply that has come back is read before any other
+//! client's or node's step (they commute with it); the tick and faults stay offered.
+//! Faults are actions the checker may choose at any point within the budget.
 
 use locklab::resource::Stock;
-use locklab::{
-    Answer, Command, DesignId, Grant, LockConfig, LockMachine, NoAnswer, Outcome, Reply, Step,
-};
+use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Reply, Step};
 use stateright::{Model, Property as SrProperty};
 
+pub use crate::client::Op;
+use crate::client::{Change, Program};
 use crate::redis::Exec;
-use crate::scenario::{Property, Scenario};
-use crate::state::{Client, Flight, Node, Phase, Spent, State};
+use crate::scenario::{Arrival, Promotion, Property, Scenario};
+use crate::state::{Client, Flight, Node, Phase, Spent, Split, State};
 
 /// The stock every scenario starts with.
 pub const INITIAL_STOCK: i64 = 10;
 
 /// One step of the system. Client arguments are client indexes; `u8` master slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// Traces store actions with the derived serde form `{"kind": "Deliver", "args": [0, 1]}`
+/// (the variant's fields in order; see [`crate::trace`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "args")]
 pub enum Action {
     /// The global clock advances one tick.
     Tick,
     /// Client starts an acquire attempt.
     Acquire(u8),
-    /// The request from client to master slot is executed by the node; the reply
-    /// reaches the client in the same step unless the client is paused.
+    /// The request from client to master slot reaches the node, which executes it; the
+    /// reply starts back.
     Deliver(u8, u8),
-    /// A held reply reaches the (resumed) client.
+    /// The reply reaches the (running) client.
     Receive(u8, u8),
     /// The request gets no answer (link cut, node down): the client's timeout fires.
     Timeout(u8, u8),
@@ -51,8 +62,16 @@ pub enum Action {
     Resume(u8),
     /// Fault: the client process dies.
     Crash(u8),
-    /// Fault: master slot's node dies and this replica is promoted.
+    /// Fault: master slot's node dies and this replica is promoted; the slot's other
+    /// replicas follow the promoted one from now on.
     Failover(u8, u8),
+    /// Fault: split brain. A partition cuts master slot's node off from Sentinel and
+    /// the replicas, and this replica is promoted; the old master stays up and keeps
+    /// serving every client that has not learnt of the new one ([`Action::Redirect`]).
+    SplitBrain(u8, u8),
+    /// During a split brain, the client (on the majority side) learns the new master of
+    /// the slot from Sentinel: from now on it reaches only that one.
+    Redirect(u8, u8),
     /// Fault: a node restarts empty (no persistence).
     Restart(u8),
     /// Fault: the link from client to master slot is cut.
@@ -61,8 +80,13 @@ pub enum Action {
     Heal(u8, u8),
     /// Fault: a node's clock jumps forward.
     NodeClockJump(u8),
+    /// A node's clock, running fast, gains one tick (bounded by `timing.node_drift`).
+    NodeDrift(u8),
     /// Fault: a client's clock jumps forward.
     ClientClockJump(u8),
+    /// Fault: the reply from master slot to client, of a command that ran, is lost: the
+    /// client's timeout fires.
+    LoseReply(u8, u8),
 }
 
 impl Action {
@@ -84,7 +108,9 @@ impl Action {
             | Crash(c)
             | Partition(c, _)
             | Heal(c, _)
-            | ClientClockJump(c) => Some(c),
+            | Redirect(c, _)
+            | ClientClockJump(c)
+            | LoseReply(c, _) => Some(c),
             _ => None,
         }
     }
@@ -110,11 +136,26 @@ impl Action {
             Resume(x) => Resume(c(x)),
             Crash(x) => Crash(c(x)),
             Failover(m, r) => Failover(n(m), n(r)),
+            SplitBrain(m, r) => SplitBrain(n(m), n(r)),
+            Redirect(x, m) => Redirect(c(x), n(m)),
             Restart(r) => Restart(n(r)),
             Partition(x, m) => Partition(c(x), n(m)),
             Heal(x, m) => Heal(c(x), n(m)),
             NodeClockJump(r) => NodeClockJump(n(r)),
+            NodeDrift(r) => NodeDrift(n(r)),
             ClientClockJump(x) => ClientClockJump(c(x)),
+            LoseReply(x, m) => LoseReply(c(x), n(m)),
+        }
+    }
+
+    /// The critical-section op this action takes, if it is one.
+    pub fn op(&self) -> Option<Op> {
+        match self {
+            Action::Read(_) => Some(Op::Read),
+            Action::Write(_) => Some(Op::Write),
+            Action::Release(_) => Some(Op::Release),
+            Action::Reenter(_) => Some(Op::Reenter),
+            _ => None,
         }
     }
 
@@ -126,11 +167,78 @@ impl Action {
             Pause(_)
                 | Crash(_)
                 | Failover(..)
+                | SplitBrain(..)
                 | Restart(_)
                 | Partition(..)
                 | NodeClockJump(_)
                 | ClientClockJump(_)
+                | LoseReply(..)
         )
+    }
+}
+
+/// The kinds of fault of a scenario's `[faults]` budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultKind {
+    Pause,
+    Crash,
+    Failover,
+    Restart,
+    Partition,
+    ClockJump,
+    LostReply,
+}
+
+impl FaultKind {
+    /// Every kind, in the order of the `[faults]` keys.
+    pub const ALL: [FaultKind; 7] = [
+        FaultKind::Pause,
+        FaultKind::Crash,
+        FaultKind::Failover,
+        FaultKind::Restart,
+        FaultKind::Partition,
+        FaultKind::ClockJump,
+        FaultKind::LostReply,
+    ];
+
+    /// The kind of a fault action (`None` for every other action).
+    pub fn of(action: &Action) -> Option<FaultKind> {
+        Some(match action {
+            Action::Pause(_) => FaultKind::Pause,
+            Action::Crash(_) => FaultKind::Crash,
+            Action::Failover(..) => FaultKind::Failover,
+            Action::Restart(_) => FaultKind::Restart,
+            Action::Partition(..) => FaultKind::Partition,
+            Action::NodeClockJump(_) | Action::ClientClockJump(_) => FaultKind::ClockJump,
+            Action::LoseReply(..) => FaultKind::LostReply,
+            _ => return None,
+        })
+    }
+
+    /// Its `[faults]` key.
+    pub fn key(self) -> &'static str {
+        match self {
+            FaultKind::Pause => "pauses",
+            FaultKind::Crash => "crashes",
+            FaultKind::Failover => "failovers",
+            FaultKind::Restart => "restarts",
+            FaultKind::Partition => "partitions",
+            FaultKind::ClockJump => "clock_jumps",
+            FaultKind::LostReply => "lost_replies",
+        }
+    }
+
+    /// Its budget in `faults`.
+    pub fn budget(self, faults: &crate::scenario::Faults) -> u32 {
+        match self {
+            FaultKind::Pause => faults.pauses,
+            FaultKind::Crash => faults.crashes,
+            FaultKind::Failover => faults.failovers,
+            FaultKind::Restart => faults.restarts,
+            FaultKind::Partition => faults.partitions,
+            FaultKind::ClockJump => faults.clock_jumps,
+            FaultKind::LostReply => faults.lost_replies,
+        }
     }
 }
 
@@ -142,7 +250,7 @@ impl std::fmt::Display for Action {
             Tick => write!(f, "tick"),
             Acquire(x) => write!(f, "{} acquire", c(x)),
             Deliver(x, m) => write!(f, "{} request to master{} executed", c(x), m + 1),
-            Receive(x, m) => write!(f, "{} receives held reply from master{}", c(x), m + 1),
+            Receive(x, m) => write!(f, "{} receives the reply from master{}", c(x), m + 1),
             Timeout(x, m) => write!(f, "{} request to master{} times out", c(x), m + 1),
             Renew(x) => write!(f, "{} watchdog renews", c(x)),
             Read(x) => write!(f, "{} reads stock", c(x)),
@@ -154,22 +262,22 @@ impl std::fmt::Display for Action {
             Resume(x) => write!(f, "{} resumes", c(x)),
             Crash(x) => write!(f, "FAULT {} crashes", c(x)),
             Failover(m, r) => write!(f, "FAULT master{} dies, node{} promoted", m + 1, r + 1),
+            SplitBrain(m, r) => write!(
+                f,
+                "FAULT split brain: master{} cut off from Sentinel and replicas but up, node{} promoted",
+                m + 1,
+                r + 1
+            ),
+            Redirect(x, m) => write!(f, "{} learns the new master{} from Sentinel", c(x), m + 1),
             Restart(n) => write!(f, "FAULT node{} restarts empty", n + 1),
             Partition(x, m) => write!(f, "FAULT link {} -> master{} cut", c(x), m + 1),
             Heal(x, m) => write!(f, "link {} -> master{} healed", c(x), m + 1),
             NodeClockJump(n) => write!(f, "FAULT node{} clock jumps forward", n + 1),
+            NodeDrift(n) => write!(f, "node{} clock runs fast: gains a tick", n + 1),
             ClientClockJump(x) => write!(f, "FAULT {} clock jumps forward", c(x)),
+            LoseReply(x, m) => write!(f, "FAULT reply master{} -> {} lost", m + 1, c(x)),
         }
     }
-}
-
-/// One operation of the critical-section program.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Reenter,
-    Read,
-    Release,
-    Write,
 }
 
 /// The model of one scenario.
@@ -179,7 +287,7 @@ pub struct LockModel {
     pub scenario: Scenario,
     /// The lock configuration the machines run with (times in ticks).
     pub cfg: LockConfig,
-    program: Vec<Op>,
+    program: Program,
 }
 
 /// A deterministic hash (the same in every run, so representatives are stable).
@@ -190,18 +298,21 @@ pub fn fingerprint<T: std::hash::Hash>(value: &T) -> u64 {
     h.finish()
 }
 
+/// A client, master or node index as the `Action` enum stores it. Indexes are bounded by
+/// the scenario caps (`MAX_CLIENTS`, `MAX_MASTERS`, `MAX_REPLICAS`), far below 256.
 fn client_index(i: usize) -> u8 {
-    i as u8
+    u8::try_from(i).expect("indexes are bounded by the scenario caps")
 }
 
 impl LockModel {
     /// The model of `scenario`, running its design from `src/`.
     pub fn new(scenario: &Scenario) -> Self {
-        let mut cfg = LockConfig::new(scenario.design, "lock", scenario.timing.ttl as u64);
+        let mut cfg = LockConfig::new(scenario.design, "lock", u64::from(scenario.timing.ttl));
         cfg.masters = scenario.topology.masters as usize;
-        // One tick is coarse: the drift allowance is part of the tick.
+        // The drift allowance in ticks, as the scenario sets it (clocks that run fast are
+        // `Action::NodeDrift`).
         cfg.drift_ppm = 0;
-        cfg.drift_ms = 0;
+        cfg.drift_ms = u64::from(scenario.timing.drift_allowance);
         cfg.fencing = scenario.fencing.enabled();
         cfg.wait_replicas = scenario.wait_replicas;
         Self::with_config(scenario, cfg)
@@ -209,22 +320,20 @@ impl LockModel {
 
     /// The model with an explicit lock configuration.
     pub fn with_config(scenario: &Scenario, cfg: LockConfig) -> Self {
-        // A re-entrant holder re-enters at once and drops the inner hold mid-way, so a
-        // wrong hold count shows up as a second client inside the critical section.
-        let program = if scenario.design == DesignId::Reentrant {
-            vec![Op::Reenter, Op::Read, Op::Release, Op::Write, Op::Release]
-        } else {
-            vec![Op::Read, Op::Write, Op::Release]
-        };
         LockModel {
             scenario: scenario.clone(),
             cfg,
-            program,
+            program: Program::of(scenario.design),
         }
     }
 
     /// The critical-section program every client runs once it holds the lock.
     pub fn program(&self) -> &[Op] {
+        self.program.ops()
+    }
+
+    /// The client program the model drives (shared with the real-run engine).
+    pub fn client_program(&self) -> &Program {
         &self.program
     }
 
@@ -234,26 +343,17 @@ impl LockModel {
 
     /// The client's clock reading.
     pub fn client_clock(&self, s: &State, c: usize) -> i64 {
-        s.now as i64 + s.clients[c].offset as i64
+        i64::from(s.now) + s.clients[c].offset
     }
 
     /// A node's clock reading.
     pub fn node_clock(&self, s: &State, n: usize) -> i64 {
-        s.now as i64 + s.nodes[n].offset as i64
+        i64::from(s.now) + s.nodes[n].offset
     }
 
     fn op(&self, c: &Client) -> Option<Op> {
-        match c.phase {
-            Phase::Critical { pc, read, worked } => {
-                let op = *self.program.get(pc as usize)?;
-                let ready = match op {
-                    Op::Write => read.is_some() && worked as u32 >= self.scenario.timing.work,
-                    _ => true,
-                };
-                (ready && !c.machine.busy()).then_some(op)
-            }
-            _ => None,
-        }
+        self.program
+            .next(&c.phase, &c.machine, self.scenario.timing.work)
     }
 
     fn renew_due(&self, c: &Client) -> bool {
@@ -261,20 +361,18 @@ impl LockModel {
             && c.holding()
             && !c.machine.busy()
             && c.machine.grant().is_some()
-            && c.since_renew as u64 >= self.cfg.renew_interval()
+            && u64::from(c.since_renew) >= self.cfg.renew_interval()
     }
 
     /// The client's own steps (not faults), in the order they are offered.
     fn client_actions(&self, s: &State, i: usize, out: &mut Vec<Action>) {
         let c = &s.clients[i];
         let ci = client_index(i);
-        if c.phase == Phase::Crashed {
-            return;
-        }
+        // A crashed client's requests already sent still reach their nodes.
         for (m, f) in c.flights.iter().enumerate() {
             let Some(f) = f else { continue };
-            let m = m as u8;
-            let reachable = s.nodes[f.node as usize].alive && c.cut & (1 << m) == 0;
+            let reachable = self.reachable(s, i, f, m);
+            let m = client_index(m);
             match (&f.held, reachable) {
                 (None, true) => out.push(Action::Deliver(ci, m)),
                 (Some(_), true) if c.running() => out.push(Action::Receive(ci, m)),
@@ -302,21 +400,22 @@ impl LockModel {
     }
 
     /// Whether a running client has a step of its own (not a message delivery) it must
-    /// take within `max_step_delay` ticks. Every client starts its first acquire at once;
+    /// take within `max_step_delay` ticks. With `arrival = "start"` a client makes its first attempt at once (with "any", whenever it likes);
     /// a denied client retries whenever it likes (a back-off of any length), which is
     /// how a retry can land just after a lease expired.
     fn has_pending(&self, s: &State, i: usize) -> bool {
         let c = &s.clients[i];
-        let first_attempt =
-            c.phase == Phase::Idle && c.attempts as u32 == self.scenario.clients.attempts;
+        let first_attempt = self.scenario.clients.arrival == Arrival::Start
+            && c.phase == Phase::Idle
+            && u32::from(c.attempts) == self.scenario.clients.attempts;
         c.running() && (first_attempt || self.op(c).is_some() || self.renew_due(c))
     }
 
-    /// Whether a request (or a held reply, or a timeout) is due: every message is
-    /// delivered within `max_step_delay` ticks unless a pause or a cut link holds it.
-    fn deliverable(&self, s: &State, c: &Client, f: &Flight, m: usize) -> bool {
-        let reachable = s.nodes[f.node as usize].alive && c.cut & (1 << m) == 0;
-        match (&f.held, reachable) {
+    /// Whether a request, a reply or a timeout is due: each leg is delivered within
+    /// `max_step_delay` ticks; a reply (or a timeout) only to a running client.
+    fn deliverable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
+        let c = &s.clients[i];
+        match (&f.held, self.reachable(s, i, f, m)) {
             (None, true) => true,
             _ => c.running(),
         }
@@ -333,20 +432,32 @@ impl LockModel {
             }
             if c.paused {
                 out.push(Action::Resume(ci));
-            } else if (s.spent.pauses as u32) < f.pauses {
+            } else if u32::from(s.spent.pauses) < f.pauses {
                 out.push(Action::Pause(ci));
             }
-            if (s.spent.crashes as u32) < f.crashes {
+            if u32::from(s.spent.crashes) < f.crashes {
                 out.push(Action::Crash(ci));
             }
-            for m in 0..self.masters() as u8 {
+            for m in (0..self.masters()).map(client_index) {
                 if c.cut & (1 << m) != 0 {
                     out.push(Action::Heal(ci, m));
-                } else if (s.spent.partitions as u32) < f.partitions {
+                } else if u32::from(s.spent.partitions) < f.partitions {
                     out.push(Action::Partition(ci, m));
                 }
             }
-            if (s.spent.clock_jumps as u32) < f.clock_jumps
+            if u32::from(s.spent.lost_replies) < f.lost_replies && c.running() {
+                for (m, fl) in c.flights.iter().enumerate() {
+                    if fl.as_ref().is_some_and(|fl| fl.held.is_some()) {
+                        out.push(Action::LoseReply(ci, client_index(m)));
+                    }
+                }
+            }
+            if let Some(sp) = &s.split {
+                if sp.moved & (1 << i) == 0 && c.phase != Phase::Done {
+                    out.push(Action::Redirect(ci, sp.slot));
+                }
+            }
+            if u32::from(s.spent.clock_jumps) < f.clock_jumps
                 && self.scenario.design == DesignId::GetsetTimestamp
             {
                 // Client clocks matter only where the design compares timestamps.
@@ -358,37 +469,79 @@ impl LockModel {
                 continue;
             }
             if let Some(master) = node.replica_of {
-                if s.nodes[master as usize].alive && s.nodes[master as usize].data != node.data {
-                    out.push(Action::Replicate(n as u8));
+                let up = &s.nodes[master as usize];
+                if up.alive && (up.data != node.data || up.repl_offset != node.repl_offset) {
+                    out.push(Action::Replicate(client_index(n)));
                 }
-                if (s.spent.failovers as u32) < f.failovers {
-                    if let Some(m) = s.serving.iter().position(|&p| p == master) {
-                        out.push(Action::Failover(m as u8, n as u8));
+                let slot = s.serving.iter().position(|&p| p == master);
+                if let (Some(m), true) = (slot, self.promotable(s, n)) {
+                    if u32::from(s.spent.failovers) < f.failovers {
+                        out.push(Action::Failover(client_index(m), client_index(n)));
+                    }
+                    if s.split.is_none() && u32::from(s.spent.split_brains) < f.split_brains {
+                        out.push(Action::SplitBrain(client_index(m), client_index(n)));
                     }
                 }
             }
-            if (s.spent.restarts as u32) < f.restarts {
-                out.push(Action::Restart(n as u8));
+            if u32::from(s.spent.restarts) < f.restarts {
+                out.push(Action::Restart(client_index(n)));
             }
-            if (s.spent.clock_jumps as u32) < f.clock_jumps {
-                out.push(Action::NodeClockJump(n as u8));
+            if u32::from(s.spent.clock_jumps) < f.clock_jumps {
+                out.push(Action::NodeClockJump(client_index(n)));
+            }
+            if u32::from(node.drifted) < self.scenario.timing.node_drift {
+                out.push(Action::NodeDrift(client_index(n)));
+            }
+        }
+    }
+
+    /// The node client `i` reaches for master slot `m`: the serving one, except during a
+    /// split brain, where a client that has not learnt the new master reaches the old.
+    fn route(&self, s: &State, i: usize, m: usize) -> u8 {
+        match &s.split {
+            Some(sp) if sp.slot as usize == m && sp.moved & (1 << i) == 0 => sp.old,
+            _ => s.serving[m],
+        }
+    }
+
+    /// Whether client `i`'s request on slot `m` can reach its node: the node is up, the
+    /// link is not cut, and no split brain puts the node on the other side.
+    fn reachable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
+        let c = &s.clients[i];
+        let split_off = s.split.as_ref().is_some_and(|sp| {
+            sp.slot as usize == m && (f.node == sp.old) != (sp.moved & (1 << i) == 0)
+        });
+        s.nodes[f.node as usize].alive && c.cut & (1 << m) == 0 && !split_off
+    }
+
+    /// Whether replica `n` may be promoted when its master fails, by the scenario's
+    /// promotion rule: any replica, or (Sentinel) one with the greatest replication
+    /// offset among its master's live replicas.
+    fn promotable(&self, s: &State, n: usize) -> bool {
+        match self.scenario.topology.promotion {
+            Promotion::Any => true,
+            Promotion::MostAdvanced => {
+                let node = &s.nodes[n];
+                !s.nodes.iter().any(|o| {
+                    o.alive && o.replica_of == node.replica_of && o.repl_offset > node.repl_offset
+                })
             }
         }
     }
 
     fn tick_enabled(&self, s: &State) -> bool {
-        if s.now as u32 >= self.scenario.timing.horizon {
+        if u32::from(s.now) >= self.scenario.timing.horizon {
             return false;
         }
-        let limit = self.scenario.timing.max_step_delay as u8;
-        let overdue_step =
-            (0..s.clients.len()).any(|i| s.clients[i].waited >= limit && self.has_pending(s, i));
-        let overdue_message = s.clients.iter().any(|c| {
-            c.phase != Phase::Crashed
-                && c.flights.iter().enumerate().any(|(m, f)| {
-                    f.as_ref()
-                        .is_some_and(|f| f.age >= limit && self.deliverable(s, c, f, m))
-                })
+        // Compared in u32: the scenario's delay is honoured exactly, whatever its size.
+        let limit = self.scenario.timing.max_step_delay;
+        let overdue_step = (0..s.clients.len())
+            .any(|i| u32::from(s.clients[i].waited) >= limit && self.has_pending(s, i));
+        let overdue_message = s.clients.iter().enumerate().any(|(i, c)| {
+            c.flights.iter().enumerate().any(|(m, f)| {
+                f.as_ref()
+                    .is_some_and(|f| u32::from(f.age) >= limit && self.deliverable(s, i, f, m))
+            })
         });
         !overdue_step && !overdue_message
     }
@@ -400,11 +553,12 @@ impl LockModel {
         let due: Vec<Vec<bool>> = s
             .clients
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 c.flights
                     .iter()
                     .enumerate()
-                    .map(|(m, f)| f.as_ref().is_some_and(|f| self.deliverable(s, c, f, m)))
+                    .map(|(m, f)| f.as_ref().is_some_and(|f| self.deliverable(s, i, f, m)))
                     .collect()
             })
             .collect();
@@ -420,7 +574,7 @@ impl LockModel {
             let clock = self.node_clock(s, n);
             s.nodes[n].data.expire(clock);
         }
-        let work = self.scenario.timing.work as u8;
+        let work = self.scenario.timing.work;
         for (c, pending) in s.clients.iter_mut().zip(pending) {
             if !c.running() {
                 continue;
@@ -429,76 +583,36 @@ impl LockModel {
             if pending {
                 c.waited = c.waited.saturating_add(1);
             }
-            match &mut c.phase {
-                Phase::Critical {
-                    read: Some(_),
-                    worked,
-                    ..
-                }
-                | Phase::Waiting {
-                    read: Some(_),
-                    worked,
-                    ..
-                } => {
-                    *worked = (*worked + 1).min(work);
-                }
-                _ => {}
-            }
+            self.program.on_tick(&mut c.phase, work);
             if self.scenario.design.renews() && c.machine.grant().is_some() {
-                c.since_renew = (c.since_renew + 1).min(self.cfg.renew_interval() as u8);
+                c.since_renew =
+                    u8::try_from((u64::from(c.since_renew) + 1).min(self.cfg.renew_interval()))
+                        .expect("since_renew counts ticks, at most the horizon");
             }
         }
     }
 
-    /// Put a machine step into effect: record its sends, act on its outcome.
-    fn apply(&self, s: &mut State, i: usize, step: Step) {
-        for send in step.sends {
-            let node = s.serving[send.node];
-            s.clients[i].flights[send.node] = Some(Flight {
-                node,
-                command: send.command,
-                held: None,
-                age: 0,
-            });
-        }
-        let Some(outcome) = step.outcome else { return };
+    /// Put a machine step into effect through the client program; what the outcome
+    /// means for the model's timing (renewal interval, retry back-off) is taken here.
+    /// Requests go to the node each slot routes to for this client (a split brain
+    /// leaves some clients on the old master).
+    fn apply(&self, s: &mut State, i: usize, step: Step) -> Change {
+        let serving: Vec<u8> = (0..s.serving.len()).map(|m| self.route(s, i, m)).collect();
         let c = &mut s.clients[i];
-        c.phase = match (std::mem::replace(&mut c.phase, Phase::Idle), outcome) {
-            (Phase::Acquiring, Outcome::Acquired(grant)) => {
-                c.since_renew = 0;
-                c.fence = grant.fence;
-                Phase::Critical {
-                    pc: 0,
-                    read: None,
-                    worked: 0,
-                }
-            }
-            (Phase::Acquiring, _) => {
-                c.retry_wait = true;
-                if c.attempts == 0 {
-                    Phase::Done
-                } else {
-                    Phase::Idle
-                }
-            }
-            (Phase::Waiting { pc, read, worked }, outcome) => {
-                if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
-                    c.fence = Some(f);
-                }
-                let pc = pc + 1;
-                if pc as usize >= self.program.len() {
-                    Phase::Done
-                } else {
-                    Phase::Critical { pc, read, worked }
-                }
-            }
-            (Phase::Critical { pc, read, worked }, Outcome::Extended { .. }) => {
-                c.since_renew = 0;
-                Phase::Critical { pc, read, worked }
-            }
-            // A renewal that failed: the holder carries on, as application code does.
-            (phase, _) => phase,
-        };
+        let change = self.program.apply(
+            step,
+            &mut c.phase,
+            &mut c.fence,
+            c.attempts,
+            &mut c.flights,
+            &serving,
+        );
+        match change {
+            Change::Acquired { .. } | Change::Extended => c.since_renew = 0,
+            Change::AcquireFailed(_) => c.retry_wait = true,
+            Change::Answered { .. } | Change::RenewFailed | Change::None => {}
+        }
+        change
     }
 
     fn answer(&self, s: &mut State, i: usize, m: usize, answer: Answer) {
@@ -508,31 +622,70 @@ impl LockModel {
         self.apply(s, i, step);
     }
 
-    fn execute(&self, s: &mut State, i: usize, node: usize, command: &Command) -> Reply {
+    /// Whether client `i`'s machine takes the lock on `reply` to its request on slot
+    /// `m`. A GETSET that does is that design's acquire (the steal), not a release.
+    fn wins_with(&self, s: &State, i: usize, m: usize, reply: &Reply) -> bool {
+        let now = self.client_clock(s, i);
+        s.clients[i].machine.acquires_with(&self.cfg, m, reply, now)
+    }
+
+    /// Run `command` of client `i` (sent on slot `m`) on `node`. A command that removes
+    /// or changes an entry another client holds breaks `owner_only_release`, unless it is
+    /// a GETSET that wins the lock: the seed's owner problems are a release that deletes
+    /// another's lock and a losing stealer's GETSET, not the winning steal (which
+    /// `mutual_exclusion` judges).
+    fn execute(&self, s: &mut State, i: usize, m: usize, node: usize, command: &Command) -> Reply {
         if let Command::Wait { .. } = command {
             let data = &s.nodes[node].data;
             let acks = s
                 .nodes
                 .iter()
-                .filter(|r| r.alive && r.replica_of == Some(node as u8) && &r.data == data)
+                .filter(|r| r.alive && r.replica_of == Some(client_index(node)) && &r.data == data)
                 .count();
-            return Reply::Int(acks as i64);
+            return Reply::Int(i64::try_from(acks).expect("at most MAX_REPLICAS acks"));
         }
         let clock = self.node_clock(s, node);
-        let mut exec = Exec::new(&mut s.nodes[node].data, clock, i as u8);
+        let before = self.counts_offsets().then(|| s.nodes[node].data.clone());
+        let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i));
         let reply = exec.run(command);
-        let displaced = std::mem::take(&mut exec.effect.displaced);
+        let mut displaced = std::mem::take(&mut exec.effect.displaced);
+        if matches!(command, Command::GetSet { .. }) && self.wins_with(s, i, m, &reply) {
+            displaced.clear();
+        }
+        if before.is_some_and(|b| b != s.nodes[node].data) {
+            // A write enters the replication stream. Saturating: a scenario's writes are
+            // far fewer than 255, and a saturated offset still ranks last-written highest.
+            s.nodes[node].repl_offset = s.nodes[node].repl_offset.saturating_add(1);
+        }
         for owner in displaced.into_iter().flatten() {
             let o = &s.clients[owner as usize];
-            let holds = matches!(
-                o.phase,
-                Phase::Acquiring | Phase::Critical { .. } | Phase::Waiting { .. }
-            );
-            if owner as usize != i && holds {
+            if owner as usize != i && o.phase.claims() {
                 s.displaced_other = true;
             }
         }
         reply
+    }
+
+    /// Replica `r` becomes the master of slot `m`; returns the old master. As Sentinel
+    /// does, the old master's other replicas now follow the promoted one; each resyncs
+    /// from it at its next `Replicate` step (until then it lags).
+    fn promote(&self, s: &mut State, m: u8, r: u8) -> u8 {
+        let old = s.serving[m as usize];
+        s.nodes[r as usize].replica_of = None;
+        s.serving[m as usize] = r;
+        for node in s.nodes.iter_mut() {
+            if node.replica_of == Some(old) {
+                node.replica_of = Some(r);
+            }
+        }
+        let clock = self.node_clock(s, r as usize);
+        s.nodes[r as usize].data.expire(clock);
+        old
+    }
+
+    /// Whether nodes count replication offsets (only the promotion rule reads them).
+    fn counts_offsets(&self) -> bool {
+        self.scenario.topology.promotion == Promotion::MostAdvanced
     }
 
     fn new_token(s: &mut State) -> String {
@@ -543,12 +696,7 @@ impl LockModel {
     /// Inside the critical section: from the grant until the stock write is done (the
     /// release that follows is outside it).
     pub fn in_critical_section(&self, c: &Client) -> bool {
-        let last = self
-            .program
-            .iter()
-            .rposition(|o| *o == Op::Write)
-            .unwrap_or(0) as u8;
-        matches!(c.phase, Phase::Critical { pc, .. } | Phase::Waiting { pc, .. } if pc <= last)
+        self.program.in_critical_section(&c.phase)
     }
 
     /// Whether a property holds in this state (the safety properties are invariants).
@@ -562,18 +710,51 @@ impl LockModel {
                     <= 1
             }
             Property::OwnerOnlyRelease => !s.displaced_other,
-            // getset-timestamp keeps its expiry in the value, which every client honours.
             Property::NoOrphanedLock => !s.nodes.iter().any(|n| {
                 n.alive
-                    && n.data.entry(&self.cfg.key).is_some_and(|e| {
-                        e.expires_at.is_none()
-                            && self.scenario.design != DesignId::GetsetTimestamp
-                            && e.owner
-                                .is_some_and(|o| s.clients[o as usize].phase == Phase::Crashed)
-                    })
+                    && n.data
+                        .entry(&self.cfg.key)
+                        .is_some_and(|e| self.orphaned(s, e))
             }),
             Property::ResourceSafety => s.stock.consistent(),
         }
+    }
+
+    /// An orphaned lock entry: it can never go away (no expiry, or renewed by a machine
+    /// whose client no longer believes it holds the lock) while no live client believes
+    /// it holds it (acquiring or holding), whatever the cause: its owner crashed, timed
+    /// out on a command that ran, lost a reply, or dropped a hold. getset-timestamp keeps
+    /// its expiry in the value, which every client honours.
+    pub fn orphaned(&self, s: &State, e: &crate::redis::Entry) -> bool {
+        if self.scenario.design == DesignId::GetsetTimestamp {
+            return false;
+        }
+        let owner = e.owner.map(|o| &s.clients[o as usize]);
+        let believed = owner.is_some_and(|c| c.phase.claims());
+        let kept_alive = owner.is_some_and(|c| {
+            c.phase != Phase::Crashed
+                && self.scenario.design.renews()
+                && c.machine.grant().is_some()
+        });
+        !believed && (e.expires_at.is_none() || kept_alive)
+    }
+
+    /// Whether client `d`'s lease is still in place: its lock entry is on a majority of
+    /// the live nodes serving the masters (the one master for single-instance designs).
+    pub fn lease_held(&self, s: &State, d: usize) -> bool {
+        let owned = s
+            .serving
+            .iter()
+            .filter(|&&n| {
+                let node = &s.nodes[n as usize];
+                node.alive
+                    && node
+                        .data
+                        .entry(&self.cfg.key)
+                        .is_some_and(|e| e.owner.is_some_and(|o| usize::from(o) == d))
+            })
+            .count();
+        owned > s.serving.len() / 2
     }
 
     /// The vacuity guard: some client completed its critical section.
@@ -595,6 +776,8 @@ impl Model for LockModel {
                 offset: 0,
                 data: Default::default(),
                 replica_of: None,
+                repl_offset: 0,
+                drifted: 0,
             })
             .collect();
         for m in 0..masters {
@@ -603,7 +786,9 @@ impl Model for LockModel {
                     alive: true,
                     offset: 0,
                     data: Default::default(),
-                    replica_of: Some(m as u8),
+                    replica_of: Some(client_index(m)),
+                    repl_offset: 0,
+                    drifted: 0,
                 });
             }
         }
@@ -612,7 +797,8 @@ impl Model for LockModel {
             phase: Phase::Idle,
             paused: false,
             offset: 0,
-            attempts: sc.clients.attempts as u8,
+            attempts: u8::try_from(sc.clients.attempts)
+                .expect("clients.attempts is at most MAX_ATTEMPTS"),
             retry_wait: false,
             waited: 0,
             since_renew: 0,
@@ -624,11 +810,12 @@ impl Model for LockModel {
             now: 0,
             clients: vec![client; sc.clients.count as usize],
             nodes,
-            serving: (0..masters as u8).collect(),
+            serving: (0..masters).map(client_index).collect(),
             stock: Stock::new(INITIAL_STOCK, sc.fencing),
             spent: Spent::default(),
             next_token: 0,
             displaced_other: false,
+            split: None,
         }]
     }
 
@@ -636,8 +823,27 @@ impl Model for LockModel {
         if self.tick_enabled(s) {
             out.push(Action::Tick);
         }
+        let start = out.len();
         for i in 0..s.clients.len() {
             self.client_actions(s, i, out);
+        }
+        // Reduction: a reply that has come back is read before any other client or node
+        // step of its tick. Those steps neither read the receiving client's machine nor
+        // change its reply, so they give the same states in the other order; what does
+        // interact with it stays offered: the tick (the reply may wait past it) and
+        // every fault (a pause holds it, a cut or a crash loses it).
+        if out[start..]
+            .iter()
+            .any(|a| matches!(a, Action::Receive(..)))
+        {
+            let mut k = start;
+            for j in start..out.len() {
+                if matches!(out[j], Action::Receive(..)) {
+                    out.swap(k, j);
+                    k += 1;
+                }
+            }
+            out.truncate(k);
         }
         self.fault_actions(s, out);
     }
@@ -653,24 +859,30 @@ impl Model for LockModel {
                 let token = Self::new_token(&mut s);
                 let now = self.client_clock(&s, i);
                 let cl = &mut s.clients[i];
-                cl.attempts -= 1;
-                cl.phase = Phase::Acquiring;
-                let step = cl.machine.acquire(&self.cfg, now, &token);
+                let step = self.program.acquire(
+                    &mut cl.phase,
+                    &mut cl.attempts,
+                    &mut cl.machine,
+                    &self.cfg,
+                    now,
+                    &token,
+                )?;
                 self.apply(&mut s, i, step);
             }
             Action::Deliver(c, m) => {
                 let (i, m) = (c as usize, m as usize);
                 let f = s.clients[i].flights[m].clone()?;
-                let reply = self.execute(&mut s, i, f.node as usize, &f.command);
-                if s.clients[i].running() {
-                    self.answer(&mut s, i, m, Ok(reply));
-                } else {
-                    s.clients[i].flights[m] = Some(Flight {
+                if f.held.is_some() {
+                    return None;
+                }
+                let reply = self.execute(&mut s, i, m, f.node as usize, &f.command);
+                // The reply starts its own leg back to the client (if it still lives).
+                s.clients[i].flights[m] =
+                    (s.clients[i].phase != Phase::Crashed).then_some(Flight {
                         held: Some(reply),
                         age: 0,
                         ..f
                     });
-                }
             }
             Action::Receive(c, m) => {
                 let reply = s.clients[c as usize].flights[m as usize]
@@ -693,51 +905,43 @@ impl Model for LockModel {
             Action::Read(c) | Action::Write(c) | Action::Release(c) | Action::Reenter(c) => {
                 by_client(c, &mut s);
                 let i = c as usize;
-                let Phase::Critical { pc, read, worked } = s.clients[i].phase.clone() else {
+                if self.op(&s.clients[i]) != action.op() {
                     return None;
-                };
+                }
                 let fence = s.clients[i].fence;
-                let next = Phase::Critical {
-                    pc: pc + 1,
-                    read,
-                    worked,
-                };
                 match action {
                     Action::Read(_) => {
-                        s.clients[i].phase = match s.stock.read(fence) {
-                            Ok(v) => Phase::Critical {
-                                pc: pc + 1,
-                                read: Some(v),
-                                worked: 0,
-                            },
-                            // Rejected: skip to the release.
-                            Err(_) => Phase::Critical {
-                                pc: self.program.iter().rposition(|o| *o == Op::Release)? as u8,
-                                read: None,
-                                worked: 0,
-                            },
-                        };
+                        let read = s.stock.read(fence);
+                        self.program.on_read(&mut s.clients[i].phase, read)?;
                     }
                     Action::Write(_) => {
-                        let _ = s.stock.write(fence, read? - 1);
-                        s.clients[i].phase = next;
+                        let value = self.program.on_write(&mut s.clients[i].phase)?;
+                        let _ = s.stock.write(fence, value);
                     }
                     _ => {
                         let now = self.client_clock(&s, i);
-                        s.clients[i].phase = Phase::Waiting { pc, read, worked };
-                        let step = if let Action::Reenter(_) = action {
-                            let token = Self::new_token(&mut s);
-                            s.clients[i].machine.acquire(&self.cfg, now, &token)
-                        } else {
-                            s.clients[i].machine.release(&self.cfg, now)
-                        };
+                        let mut token = None;
+                        if let Action::Reenter(_) = action {
+                            token = Some(Self::new_token(&mut s));
+                        }
+                        let cl = &mut s.clients[i];
+                        let step = self.program.request(
+                            &mut cl.phase,
+                            &mut cl.machine,
+                            &self.cfg,
+                            now,
+                            || token.unwrap_or_default(),
+                        )?;
                         self.apply(&mut s, i, step);
                     }
                 }
             }
             Action::Replicate(n) => {
+                // A full resync: the replica takes the master's data and drops what the
+                // master lacks (after a failover, writes only the dead master had).
                 let master = s.nodes[n as usize].replica_of? as usize;
                 s.nodes[n as usize].data = s.nodes[master].data.clone();
+                s.nodes[n as usize].repl_offset = s.nodes[master].repl_offset;
             }
             Action::Pause(c) => {
                 s.spent.pauses += 1;
@@ -752,16 +956,30 @@ impl Model for LockModel {
                 let cl = &mut s.clients[c as usize];
                 cl.phase = Phase::Crashed;
                 cl.paused = false;
-                cl.flights.iter_mut().for_each(|f| *f = None);
+                // What is on the wire stays there: a request still reaches its node; a
+                // reply has nobody to read it.
+                for f in &mut cl.flights {
+                    if f.as_ref().is_some_and(|f| f.held.is_some()) {
+                        *f = None;
+                    }
+                }
             }
             Action::Failover(m, r) => {
                 s.spent.failovers += 1;
-                let old = s.serving[m as usize] as usize;
-                s.nodes[old].alive = false;
-                s.nodes[r as usize].replica_of = None;
-                s.serving[m as usize] = r;
-                let clock = self.node_clock(&s, r as usize);
-                s.nodes[r as usize].data.expire(clock);
+                let old = self.promote(&mut s, m, r);
+                s.nodes[old as usize].alive = false;
+            }
+            Action::SplitBrain(m, r) => {
+                s.spent.split_brains += 1;
+                let old = self.promote(&mut s, m, r);
+                s.split = Some(Split {
+                    slot: m,
+                    old,
+                    moved: 0,
+                });
+            }
+            Action::Redirect(c, _) => {
+                s.split.as_mut()?.moved |= 1 << c;
             }
             Action::Restart(n) => {
                 s.spent.restarts += 1;
@@ -774,14 +992,30 @@ impl Model for LockModel {
             Action::Heal(c, m) => s.clients[c as usize].cut &= !(1 << m),
             Action::NodeClockJump(n) => {
                 s.spent.clock_jumps += 1;
-                let jump = self.scenario.timing.clock_jump as i8;
+                let jump = i64::from(self.scenario.timing.clock_jump);
                 s.nodes[n as usize].offset += jump;
+                let clock = self.node_clock(&s, n as usize);
+                s.nodes[n as usize].data.expire(clock);
+            }
+            Action::LoseReply(c, m) => {
+                let f = s.clients[c as usize].flights[m as usize].as_ref()?;
+                f.held.as_ref()?;
+                if u32::from(s.spent.lost_replies) >= self.scenario.faults.lost_replies {
+                    return None;
+                }
+                s.spent.lost_replies += 1;
+                self.answer(&mut s, c as usize, m as usize, Err(NoAnswer));
+            }
+            Action::NodeDrift(n) => {
+                let node = &mut s.nodes[n as usize];
+                node.drifted += 1;
+                node.offset += 1;
                 let clock = self.node_clock(&s, n as usize);
                 s.nodes[n as usize].data.expire(clock);
             }
             Action::ClientClockJump(c) => {
                 s.spent.clock_jumps += 1;
-                s.clients[c as usize].offset += self.scenario.timing.clock_jump as i8;
+                s.clients[c as usize].offset += i64::from(self.scenario.timing.clock_jump);
             }
         }
         Some(s)
@@ -810,6 +1044,6 @@ impl Model for LockModel {
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        s.now as u32 <= self.scenario.timing.horizon
+        u32::from(s.now) <= self.scenario.timing.horizon
     }
 }

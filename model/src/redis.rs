@@ -132,7 +132,9 @@ impl<'a> Exec<'a> {
                 if self.data.entry(key).is_some() {
                     Reply::Nil
                 } else {
-                    let at = self.clock + *px as i64;
+                    let at = self
+                        .clock
+                        .saturating_add(i64::try_from(*px).unwrap_or(i64::MAX));
                     self.write(key, Value::Str(value.clone()), Some(at));
                     Reply::Ok
                 }
@@ -197,7 +199,9 @@ impl ScriptHost for Exec<'_> {
     }
 
     fn pexpire(&mut self, key: &str, ms: u64) -> i64 {
-        let at = self.clock + ms as i64;
+        let at = self
+            .clock
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
         match self.data.entry_mut(key) {
             Some(e) => {
                 e.expires_at = Some(at);

@@ -27,11 +27,17 @@
 //! `[topology]`:
 //! - `masters` (default 1): independent masters; more than 1 only for `redlock`; at most 7.
 //! - `replicas` (default 0): asynchronous replicas per master; at most 3; not with `redlock`.
+//! - `promotion` (default `"any"`): which replica a failover may promote. `"any"`: any
+//!   live replica (an operator script, or a partition that hides the best one);
+//!   `"most-advanced"`: Sentinel's rule, a replica with the greatest replication offset
+//!   (all replicas have equal priority). Needs `replicas >= 1`.
 //!
 //! `[clients]`:
 //! - `count` (required): number of clients, 1 to 4.
 //! - `attempts` (default 2): acquire attempts per client (the first one plus
 //!   retries), 1 to 8. Bounded so that retries cannot make the state space infinite.
+//! - `arrival` (default `"start"`): `"start"`, every client makes its first attempt
+//!   within `max_step_delay` ticks of the start; `"any"`, at any tick of the horizon.
 //!
 //! `[timing]` (logical ticks):
 //! - `ttl` (required): lease length.
@@ -41,9 +47,18 @@
 //! - `horizon` (required): the logical clock stops here; at most 64.
 //! - `tick_ms` (default 100): real milliseconds per tick, for the harness.
 //! - `clock_jump` (default `ttl`): size in ticks of one clock-jump fault.
+//! - `node_drift` (default 0, at most `horizon`): ticks each node's clock may run ahead
+//!   over the run, gained one tick at a time at any moment (a clock that runs fast).
+//! - `drift_allowance` (`redlock` only; default `node_drift`; less than `ttl`): ticks
+//!   Redlock takes off every validity for clock drift; 0 turns the allowance off.
 //!
 //! `[faults]` (budgets, all default 0): `pauses`, `crashes`, `failovers`
-//! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`.
+//! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`,
+//! `lost_replies` (the reply to a command that ran is lost: the client times out).
+//! `split_brains` (0 or 1; needs `topology.replicas >= 1`): a partition cuts the master
+//! off from Sentinel and its replicas, a replica is promoted, and the old master stays
+//! up serving every client that has not learnt of the new one (the partition lasts to
+//! the horizon).
 //!
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
 //! `owner_only_release`, `no_orphaned_lock`, `resource_safety`.
@@ -73,10 +88,15 @@ pub const MAX_REPLICAS: u32 = 3;
 pub const MAX_HORIZON: u32 = 64;
 /// Most acquire attempts per client.
 pub const MAX_ATTEMPTS: u32 = 8;
+/// Largest budget of any one fault kind.
+pub const MAX_FAULTS: u32 = u8::MAX as u32;
 /// Acquire attempts per client when `[clients] attempts` is not given.
 pub const DEFAULT_ATTEMPTS: u32 = 2;
 /// Real milliseconds per tick when `[timing] tick_ms` is not given.
 pub const DEFAULT_TICK_MS: u64 = 100;
+/// Longest real tick, in ms (one minute): keeps every tick count times `tick_ms` well
+/// inside an i64 of milliseconds.
+pub const MAX_TICK_MS: u64 = 60_000;
 
 // ---------------------------------------------------------------------------
 // The scenario
@@ -116,6 +136,37 @@ pub struct Topology {
     pub masters: u32,
     /// `replicas` (default 0): asynchronous replicas per master.
     pub replicas: u32,
+    /// `promotion` (default `"any"`): which replica a failover may promote. Left out
+    /// of JSON when it is the default (a file without replicas may not name it).
+    #[serde(skip_serializing_if = "Promotion::is_any")]
+    pub promotion: Promotion,
+}
+
+/// `[topology] promotion`: the rule that picks the replica a failover promotes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Promotion {
+    /// Any live replica of the dead master (an operator script; a partition that hides
+    /// the most advanced one from Sentinel).
+    #[default]
+    Any,
+    /// Sentinel's rule with equal priorities: a replica with the greatest replication
+    /// offset.
+    MostAdvanced,
+}
+
+impl Promotion {
+    fn is_any(&self) -> bool {
+        *self == Promotion::Any
+    }
+
+    /// The value as written in a scenario file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Promotion::Any => "any",
+            Promotion::MostAdvanced => "most-advanced",
+        }
+    }
 }
 
 impl Topology {
@@ -132,6 +183,20 @@ pub struct Clients {
     pub count: u32,
     /// `attempts` (default 2): acquire attempts per client, retries included.
     pub attempts: u32,
+    /// `arrival` (default `"start"`): when a client makes its first attempt.
+    pub arrival: Arrival,
+}
+
+/// `[clients] arrival`: when a client's first acquire attempt comes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// `"start"`: within `max_step_delay` ticks of the start.
+    #[default]
+    Start,
+    /// `"any"`: at any tick of the horizon (a real client arrives when it likes), so a
+    /// single attempt can land just after another holder lost its lease.
+    Any,
 }
 
 /// `[timing]`: logical time bounds, in ticks.
@@ -149,6 +214,14 @@ pub struct Timing {
     pub tick_ms: u64,
     /// `clock_jump` (default `ttl`): ticks one clock-jump fault moves a clock by.
     pub clock_jump: u32,
+    /// `node_drift` (default 0): ticks each node's clock may run ahead over the run, one
+    /// tick at a time at any moment (a clock that runs fast). Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub node_drift: u32,
+    /// `drift_allowance` (default `node_drift`; `redlock` only): ticks Redlock takes off
+    /// every validity for clock drift. Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drift_allowance: u32,
 }
 
 /// `[faults]`: how many of each fault the checker may inject.
@@ -166,6 +239,17 @@ pub struct Faults {
     pub partitions: u32,
     /// `clock_jumps`: a node's or client's clock jumps by `timing.clock_jump`.
     pub clock_jumps: u32,
+    /// `lost_replies`: the reply to a command that ran never reaches its client, whose
+    /// timeout fires.
+    pub lost_replies: u32,
+    /// `split_brains` (0 or 1): a replica is promoted while the old master keeps
+    /// serving the clients on its side of a partition. Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub split_brains: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Faults {
@@ -177,6 +261,8 @@ impl Faults {
             + self.restarts
             + self.partitions
             + self.clock_jumps
+            + self.lost_replies
+            + self.split_brains
     }
 }
 
@@ -578,8 +664,8 @@ const TOP_KEYS: &[&str] = &[
     "faults",
     "expect",
 ];
-const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas"];
-const CLIENTS_KEYS: &[&str] = &["count", "attempts"];
+const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion"];
+const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
 const TIMING_KEYS: &[&str] = &[
     "ttl",
     "work",
@@ -587,6 +673,8 @@ const TIMING_KEYS: &[&str] = &[
     "horizon",
     "tick_ms",
     "clock_jump",
+    "node_drift",
+    "drift_allowance",
 ];
 const FAULTS_KEYS: &[&str] = &[
     "pauses",
@@ -595,6 +683,8 @@ const FAULTS_KEYS: &[&str] = &[
     "restarts",
     "partitions",
     "clock_jumps",
+    "lost_replies",
+    "split_brains",
 ];
 const EXPECT_KEYS: &[&str] = &[
     "mutual_exclusion",
@@ -761,6 +851,7 @@ impl Parser<'_> {
                 ),
             ));
         }
+        let promotion = self.promotion(&topology, replicas.value)?;
         if wait_replicas.value > replicas.value {
             return Err(self.err(
                 wait_replicas.line,
@@ -780,6 +871,21 @@ impl Parser<'_> {
         let attempts = self.u32_or(&clients, "attempts", DEFAULT_ATTEMPTS)?;
         self.at_least(&clients, "attempts", &attempts, 1)?;
         self.at_most_cap(&clients, "attempts", &attempts, MAX_ATTEMPTS)?;
+        let arrival = match self.string(&clients, "arrival")? {
+            None => Arrival::Start,
+            Some(f) => match f.value.as_str() {
+                "start" => Arrival::Start,
+                "any" => Arrival::Any,
+                other => {
+                    return Err(self.err(
+                        f.line,
+                        clients.dotted("arrival"),
+                        KeyErrorKind::InvalidValue,
+                        format!("`{other}` is not an arrival; use \"start\" or \"any\""),
+                    ))
+                }
+            },
+        };
 
         // [timing]
         let ttl = self.required_u32(&timing, "ttl")?;
@@ -803,7 +909,51 @@ impl Parser<'_> {
                 "must be at least 1 (got 0)",
             ));
         }
+        if tick_ms.value > MAX_TICK_MS {
+            return Err(self.err(
+                tick_ms.line,
+                timing.dotted("tick_ms"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be at most {MAX_TICK_MS} (got {}); accepted range 1..={MAX_TICK_MS}",
+                    tick_ms.value
+                ),
+            ));
+        }
         let clock_jump = self.u32_or(&timing, "clock_jump", ttl.value)?;
+        let node_drift = self.u32_or(&timing, "node_drift", 0)?;
+        if node_drift.value > horizon.value {
+            return Err(self.err(
+                node_drift.line,
+                timing.dotted("node_drift"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "a clock gains at most one tick per tick: node_drift (got {}) must be at most \
+                     horizon ({})",
+                    node_drift.value, horizon.value
+                ),
+            ));
+        }
+        let drift_allowance = self.u32_or(&timing, "drift_allowance", node_drift.value)?;
+        if timing.get("drift_allowance").is_some() && design != DesignId::Redlock {
+            return Err(self.err(
+                drift_allowance.line,
+                timing.dotted("drift_allowance"),
+                KeyErrorKind::InvalidValue,
+                format!("only redlock takes a drift allowance off its validity, not `{design}`"),
+            ));
+        }
+        if design == DesignId::Redlock && drift_allowance.value >= ttl.value {
+            return Err(self.err(
+                drift_allowance.line,
+                timing.dotted("drift_allowance"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be less than ttl ({}), or no lock is ever valid (got {})",
+                    ttl.value, drift_allowance.value
+                ),
+            ));
+        }
         self.at_least(&timing, "clock_jump", &clock_jump, 1)?;
 
         // [faults]
@@ -813,6 +963,51 @@ impl Parser<'_> {
         let restarts = self.u32_or(&faults, "restarts", 0)?;
         let partitions = self.u32_or(&faults, "partitions", 0)?;
         let clock_jumps = self.u32_or(&faults, "clock_jumps", 0)?;
+        let lost_replies = self.u32_or(&faults, "lost_replies", 0)?;
+        let split_brains = self.u32_or(&faults, "split_brains", 0)?;
+        // Each budget is counted down in the model's state as a u8.
+        for (key, field) in [
+            ("pauses", &pauses),
+            ("crashes", &crashes),
+            ("failovers", &failovers),
+            ("restarts", &restarts),
+            ("partitions", &partitions),
+            ("clock_jumps", &clock_jumps),
+            ("lost_replies", &lost_replies),
+            ("split_brains", &split_brains),
+        ] {
+            if field.value > MAX_FAULTS {
+                return Err(self.err(
+                    field.line,
+                    faults.dotted(key),
+                    KeyErrorKind::InvalidValue,
+                    format!(
+                        "must be at most {MAX_FAULTS} (got {}); accepted range 0..={MAX_FAULTS}",
+                        field.value
+                    ),
+                ));
+            }
+        }
+        if split_brains.value > 1 {
+            return Err(self.err(
+                split_brains.line,
+                faults.dotted("split_brains"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be 0 or 1 (got {}): a split brain lasts to the horizon",
+                    split_brains.value
+                ),
+            ));
+        }
+        if split_brains.value > 0 && replicas.value == 0 {
+            return Err(self.err(
+                split_brains.line,
+                faults.dotted("split_brains"),
+                KeyErrorKind::InvalidValue,
+                "a split brain promotes a replica, but topology.replicas = 0; add a replica or \
+                 set split_brains = 0",
+            ));
+        }
         if failovers.value > 0 && replicas.value == 0 {
             return Err(self.err(
                 failovers.line,
@@ -843,10 +1038,12 @@ impl Parser<'_> {
             topology: Topology {
                 masters: masters.value,
                 replicas: replicas.value,
+                promotion,
             },
             clients: Clients {
                 count: count.value,
                 attempts: attempts.value,
+                arrival,
             },
             timing: Timing {
                 ttl: ttl.value,
@@ -855,6 +1052,12 @@ impl Parser<'_> {
                 horizon: horizon.value,
                 tick_ms: tick_ms.value,
                 clock_jump: clock_jump.value,
+                node_drift: node_drift.value,
+                drift_allowance: if design == DesignId::Redlock {
+                    drift_allowance.value
+                } else {
+                    0
+                },
             },
             faults: Faults {
                 pauses: pauses.value,
@@ -863,6 +1066,8 @@ impl Parser<'_> {
                 restarts: restarts.value,
                 partitions: partitions.value,
                 clock_jumps: clock_jumps.value,
+                lost_replies: lost_replies.value,
+                split_brains: split_brains.value,
             },
             expect,
             path: self.path.to_path_buf(),
@@ -1125,6 +1330,47 @@ impl Parser<'_> {
         }
     }
 
+    fn promotion(&self, topology: &Section<'_, '_>, replicas: u32) -> Result<Promotion> {
+        let Some(entry) = topology.get("promotion") else {
+            return Ok(Promotion::Any);
+        };
+        let line = self.line(&entry.span());
+        let promotion = match entry.get_ref() {
+            DeValue::String(s) => match s.as_ref() {
+                "any" => Promotion::Any,
+                "most-advanced" => Promotion::MostAdvanced,
+                other => {
+                    return Err(self.err(
+                        line,
+                        topology.dotted("promotion"),
+                        KeyErrorKind::InvalidValue,
+                        format!(
+                            "`{other}` is not a promotion rule; use \"any\" or \"most-advanced\""
+                        ),
+                    ))
+                }
+            },
+            _ => {
+                return Err(self.wrong_type(
+                    topology,
+                    "promotion",
+                    entry,
+                    "a string (\"any\" or \"most-advanced\")",
+                ))
+            }
+        };
+        if replicas == 0 {
+            return Err(self.err(
+                line,
+                topology.dotted("promotion"),
+                KeyErrorKind::InvalidValue,
+                "a promotion rule picks a replica, but topology.replicas = 0; add a replica or \
+                 remove promotion",
+            ));
+        }
+        Ok(promotion)
+    }
+
     fn expectation(&self, section: &Section<'_, '_>, key: &str) -> Result<Expectation> {
         let Some(entry) = section.get(key) else {
             return self
@@ -1160,7 +1406,7 @@ fn a_type(value: &DeValue<'_>) -> String {
 mod tests {
     use super::*;
 
-    /// The example from DESIGN.md, "Scenario file contract", verbatim.
+    /// A full scenario file: every key, with comments (docs/ARCHITECTURE.md, "Scenarios").
     const EXAMPLE: &str = r#"name = "redlock-gc-pause"
 design = "redlock"             # an id from the table
 summary = "Kleppmann: a pause longer than the validity lets a second client in"
@@ -1259,7 +1505,8 @@ resource_safety = "violated"
             s.topology,
             Topology {
                 masters: 5,
-                replicas: 0
+                replicas: 0,
+                promotion: Promotion::Any,
             }
         );
         assert_eq!(s.topology.nodes(), 5);
@@ -1267,7 +1514,8 @@ resource_safety = "violated"
             s.clients,
             Clients {
                 count: 2,
-                attempts: DEFAULT_ATTEMPTS
+                attempts: DEFAULT_ATTEMPTS,
+                arrival: Arrival::Start,
             }
         );
         assert_eq!(
@@ -1278,7 +1526,9 @@ resource_safety = "violated"
                 max_step_delay: 1,
                 horizon: 14,
                 tick_ms: 100,
-                clock_jump: 4
+                clock_jump: 4,
+                node_drift: 0,
+                drift_allowance: 0,
             }
         );
         assert_eq!(
@@ -1330,7 +1580,8 @@ resource_safety = "violated"
             s.clients,
             Clients {
                 count: 3,
-                attempts: 4
+                attempts: 4,
+                arrival: Arrival::Start,
             }
         );
         assert_eq!(s.timing.clock_jump, 2);
@@ -1342,7 +1593,8 @@ resource_safety = "violated"
             s.topology,
             Topology {
                 masters: 1,
-                replicas: 2
+                replicas: 2,
+                promotion: Promotion::Any,
             }
         );
         assert_eq!(s.topology.nodes(), 3);
@@ -1366,10 +1618,119 @@ resource_safety = "violated"
             s.topology,
             Topology {
                 masters: 1,
-                replicas: 0
+                replicas: 0,
+                promotion: Promotion::Any,
             }
         );
         assert_eq!(s.faults, Faults::default());
+    }
+
+    #[test]
+    fn split_brains_need_a_replica_and_are_at_most_one() {
+        let with = |replicas: &str, split: &str| {
+            edit(&[
+                ("design", "design = \"lua-release\""),
+                ("masters", "masters = 1"),
+                ("replicas", &format!("replicas = {replicas}")),
+                ("clock_jumps", &format!("clock_jumps = 0\n{split}")),
+            ])
+        };
+        let s = Scenario::parse(&with("1", "split_brains = 1"), FILE).unwrap();
+        assert_eq!(s.faults.split_brains, 1);
+        assert_eq!(s.faults.total(), 2);
+        let msg = fail(
+            &with("1", "split_brains = 2"),
+            "faults.split_brains",
+            27,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("must be 0 or 1 (got 2)"), "{msg}");
+        let msg = fail(
+            &with("0", "split_brains = 1"),
+            "faults.split_brains",
+            27,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("topology.replicas = 0"), "{msg}");
+    }
+
+    #[test]
+    fn node_drift_and_drift_allowance() {
+        let with = |extra: &str| set(EXAMPLE, "tick_ms", &format!("tick_ms = 100\n{extra}"));
+        let s = Scenario::parse(&with("node_drift = 1"), FILE).unwrap();
+        assert_eq!((s.timing.node_drift, s.timing.drift_allowance), (1, 1));
+        let s = Scenario::parse(&with("node_drift = 1\ndrift_allowance = 0"), FILE).unwrap();
+        assert_eq!((s.timing.node_drift, s.timing.drift_allowance), (1, 0));
+        let msg = fail(
+            &with("node_drift = 15"),
+            "timing.node_drift",
+            19,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("at most horizon (14)"), "{msg}");
+        let msg = fail(
+            &with("node_drift = 1\ndrift_allowance = 4"),
+            "timing.drift_allowance",
+            20,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("less than ttl (4)"), "{msg}");
+        let text = set(
+            &with("node_drift = 1\ndrift_allowance = 1"),
+            "design",
+            "design = \"lua-release\"",
+        );
+        let text = set(&text, "masters", "masters = 1");
+        let msg = fail(
+            &text,
+            "timing.drift_allowance",
+            20,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("only redlock"), "{msg}");
+    }
+
+    #[test]
+    fn promotion_forms() {
+        let with = |replicas: &str, promotion: &str| {
+            edit(&[
+                ("design", "design = \"lua-release\""),
+                ("masters", "masters = 1"),
+                ("replicas", &format!("replicas = {replicas}\n{promotion}")),
+            ])
+        };
+        let s = Scenario::parse(&with("2", ""), FILE).unwrap();
+        assert_eq!(s.topology.promotion, Promotion::Any);
+        for (written, rule) in [
+            ("\"any\"", Promotion::Any),
+            ("\"most-advanced\"", Promotion::MostAdvanced),
+        ] {
+            let text = with("2", &format!("promotion = {written}"));
+            assert_eq!(
+                Scenario::parse(&text, FILE).unwrap().topology.promotion,
+                rule
+            );
+        }
+        let msg = fail(
+            &with("2", "promotion = \"best\""),
+            "topology.promotion",
+            9,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("`best` is not a promotion rule"), "{msg}");
+        fail(
+            &with("2", "promotion = 1"),
+            "topology.promotion",
+            9,
+            KeyErrorKind::WrongType,
+        );
+        let msg = fail(
+            &with("0", "promotion = \"any\""),
+            "topology.promotion",
+            9,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains("topology.replicas = 0"), "{msg}");
     }
 
     #[test]

@@ -7,14 +7,19 @@
 //! checked before any of depth *d + 1*, a property's first violation is kept and never
 //! replaced, and states are stored by the fingerprint of their symmetric representative.
 //! A trace found in representative states is mapped back to the concrete clients and
-//! masters.
+//! masters, then re-checked against the model ([`crate::recheck`]) before it is returned.
+//!
+//! The visited set keeps a 64-bit fingerprint per state, not the state: a collision
+//! merges two states silently. Each result carries the birthday bound on that for the
+//! run ([`SearchResult::collision_probability`]).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
 
 use stateright::Model;
 
-use crate::model::{fingerprint, Action, LockModel};
+use crate::model::{fingerprint, Action, FaultKind, LockModel};
+use crate::recheck::{collision_probability, recheck, PathError};
 use crate::scenario::Property;
 use crate::state::State;
 
@@ -30,6 +35,13 @@ pub struct SearchOptions {
     pub max_depth: Option<usize>,
     /// Stop after the first level that ends past this much wall time (benchmarks).
     pub time_limit: Option<std::time::Duration>,
+    /// Bits of each fingerprint the visited set keys on: 64, or fewer only to show in
+    /// tests what collisions do.
+    pub fingerprint_bits: u32,
+    /// States of a level expanded at a time. Each block's states are dropped once
+    /// expanded, so that a level and the next are not both held in full; the order of
+    /// discovery (and so every result) is the same for any block size.
+    pub block_states: usize,
 }
 
 impl Default for SearchOptions {
@@ -39,6 +51,28 @@ impl Default for SearchOptions {
             threads: 1,
             max_depth: None,
             time_limit: None,
+            fingerprint_bits: 64,
+            block_states: 1 << 16,
+        }
+    }
+}
+
+/// How a result was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Every reachable state within the bounds (this module): "holds" is a proof.
+    Exhaustive,
+    /// Seeded random walks ([`crate::walk`]): a counterexample is real, its absence
+    /// proves nothing.
+    Random { walks: u64, seed: u64 },
+}
+
+impl Strategy {
+    /// `"exhaustive"` or `"random"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Strategy::Exhaustive => "exhaustive",
+            Strategy::Random { .. } => "random",
         }
     }
 }
@@ -54,12 +88,70 @@ pub struct Progress {
     pub frontier: usize,
 }
 
+/// What the explored behaviours put to the test (the vacuity of a "holds" beyond the
+/// purchase guard).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage {
+    /// Per fault kind (bit `k` for [`FaultKind::ALL`]`[k]`): some explored step injects
+    /// it while a client holds the lock.
+    faults_during_hold: u32,
+    /// Some client attempts to acquire while another holds the lock (it believes) but
+    /// its lease is gone.
+    pub attempt_after_loss: bool,
+}
+
+impl Coverage {
+    /// Whether some explored step injects a fault of `kind` while a client holds.
+    pub fn fault_during_hold(&self, kind: FaultKind) -> bool {
+        let k = FaultKind::ALL.iter().position(|f| *f == kind).unwrap_or(0);
+        self.faults_during_hold & (1 << k) != 0
+    }
+
+    fn merge(&mut self, other: &Coverage) {
+        self.faults_during_hold |= other.faults_during_hold;
+        self.attempt_after_loss |= other.attempt_after_loss;
+    }
+
+    /// Record the step `action` taken from `s`.
+    pub(crate) fn record(&mut self, model: &LockModel, s: &State, action: Action) {
+        if let Some(kind) = FaultKind::of(&action) {
+            if s.clients.iter().any(|c| c.holding()) {
+                let k = FaultKind::ALL.iter().position(|f| *f == kind).unwrap_or(0);
+                self.faults_during_hold |= 1 << k;
+            }
+        }
+        if self.attempt_after_loss {
+            return;
+        }
+        let attempting = match action {
+            Action::Acquire(c) => Some(c),
+            Action::Deliver(c, _)
+                if s.clients[c as usize].phase == crate::client::Phase::Acquiring =>
+            {
+                Some(c)
+            }
+            _ => None,
+        };
+        if let Some(c) = attempting {
+            self.attempt_after_loss = (0..s.clients.len())
+                .any(|d| d != c as usize && s.clients[d].holding() && !model.lease_held(s, d));
+        }
+    }
+}
+
 /// The result of a search.
 #[derive(Clone, Debug)]
 pub struct SearchResult {
+    /// How it was found.
+    pub strategy: Strategy,
     /// For each property (in [`Property::ALL`] order): its shortest counterexample, as
-    /// the steps from the initial state, or `None` when it holds within the bound.
+    /// the steps from the initial state, re-checked against the model; `None` when none
+    /// was found (see [`SearchResult::unverified`] before reading that as "holds").
     pub counterexamples: Vec<(Property, Option<Vec<Action>>)>,
+    /// Properties whose found path failed the re-check: no verdict can be given.
+    pub unverified: Vec<(Property, PathError)>,
+    /// Bits of the fingerprints the visited set was keyed on (0: no visited set).
+    pub fingerprint_bits: u32,
     /// Whether some state has a completed critical section (the vacuity guard).
     pub purchased: bool,
     /// Successor states generated.
@@ -74,6 +166,8 @@ pub struct SearchResult {
     pub seconds: f64,
     /// Wall time to the first counterexample of any property.
     pub first_counterexample_seconds: Option<f64>,
+    /// What the explored behaviours put to the test.
+    pub coverage: Coverage,
 }
 
 impl SearchResult {
@@ -83,6 +177,37 @@ impl SearchResult {
             .iter()
             .find(|(p, _)| *p == property)
             .and_then(|(_, c)| c.as_deref())
+    }
+
+    /// Why the path found for `property` was rejected, if it was.
+    pub fn unverified(&self, property: Property) -> Option<&PathError> {
+        self.unverified
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map(|(_, e)| e)
+    }
+
+    /// The birthday bound on the chance that two distinct states of this run shared a
+    /// fingerprint (which would have hidden one of them): n²/2^65 for n unique states.
+    pub fn collision_probability(&self) -> f64 {
+        if self.fingerprint_bits == 0 {
+            0.0
+        } else {
+            collision_probability(self.unique_states, self.fingerprint_bits)
+        }
+    }
+
+    /// Re-checks each counterexample (see [`crate::recheck`]); a failing one moves from
+    /// `counterexamples` to `unverified`.
+    pub fn recheck(&mut self, model: &LockModel) {
+        for (p, c) in &mut self.counterexamples {
+            if let Some(path) = c {
+                if let Err(e) = recheck(model, *p, path) {
+                    *c = None;
+                    self.unverified.push((*p, e));
+                }
+            }
+        }
     }
 }
 
@@ -98,12 +223,14 @@ pub fn search(
     mut progress: impl FnMut(Progress),
 ) -> SearchResult {
     let start = Instant::now();
+    let bits = options.fingerprint_bits.clamp(1, 64);
+    let mask = u64::MAX >> (64 - bits);
     let canon = |s: State| {
         if options.symmetry {
             let r = model.representative(s);
-            (r.fingerprint, r.state)
+            (r.fingerprint & mask, r.state)
         } else {
-            (fingerprint(&s), s)
+            (fingerprint(&s) & mask, s)
         }
     };
     // Keyed by fingerprints, which are hashes already: a cheap hasher is enough.
@@ -113,6 +240,7 @@ pub fn search(
     let mut purchased = false;
     let mut frontier = Vec::new();
     let mut states = 0u64;
+    let mut coverage = Coverage::default();
 
     let mut check = |s: &State, fp: u64, found: &mut Vec<Option<u64>>, purchased: &mut bool| {
         for (k, p) in Property::ALL.iter().enumerate() {
@@ -154,13 +282,15 @@ pub fn search(
             complete = false;
             break;
         }
-        // Workers drop successors already visited at an earlier depth, or twice in their
-        // own chunk, so that only candidates for the next level are kept in memory.
-        let visited_before = &visited;
-        let expand = |chunk: &[(u64, State)]| {
+        // Workers drop successors already visited (at an earlier depth, or by an
+        // earlier block of this one) or twice in their own chunk, so that only
+        // candidates for the next level are kept in memory. Blocks and chunks are merged
+        // in frontier order: the first discovery of a state is the same as in one pass.
+        let expand = |chunk: &[(u64, State)], visited_before: &FxHashMap<u64, Visit>| {
             let mut out = Vec::new();
             let mut seen = FxHashSet::default();
             let mut generated = 0u64;
+            let mut coverage = Coverage::default();
             let mut actions = Vec::new();
             for (parent, s) in chunk {
                 let parent = *parent;
@@ -174,41 +304,54 @@ pub fn search(
                         continue;
                     }
                     generated += 1;
+                    coverage.record(model, s, a);
                     let (fp, next) = canon(next);
                     if !visited_before.contains_key(&fp) && seen.insert(fp) {
                         out.push((fp, parent, a, next));
                     }
                 }
             }
-            (generated, out)
+            (generated, coverage, out)
         };
-        type Batch = (u64, Vec<(u64, u64, Action, State)>);
-        let batches: Vec<Batch> = if threads == 1 || frontier.len() < 64 {
-            vec![expand(&frontier)]
-        } else {
-            let size = frontier.len().div_ceil(threads);
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = frontier
-                    .chunks(size)
-                    .map(|c| scope.spawn(move || expand(c)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().expect("search worker panicked"))
-                    .collect()
-            })
-        };
-        let mut next_frontier = Vec::with_capacity(batches.iter().map(|b| b.1.len()).sum());
-        for (generated, batch) in batches {
-            states += generated;
-            for (fp, parent, action, s) in batch {
-                if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
-                    v.insert(Visit {
-                        parent,
-                        action: Some(action),
-                    });
-                    check(&s, fp, &mut found, &mut purchased);
-                    next_frontier.push((fp, s));
+        type Batch = (u64, Coverage, Vec<(u64, u64, Action, State)>);
+        let mut next_frontier = Vec::new();
+        let mut rest = std::mem::take(&mut frontier).into_iter();
+        loop {
+            let block: Vec<(u64, State)> =
+                rest.by_ref().take(options.block_states.max(1)).collect();
+            if block.is_empty() {
+                break;
+            }
+            let visited_before = &visited;
+            let batches: Vec<Batch> = if threads == 1 || block.len() < 64 {
+                vec![expand(&block, visited_before)]
+            } else {
+                let size = block.len().div_ceil(threads);
+                let expand = &expand;
+                std::thread::scope(|scope| {
+                    let handles: Vec<_> = block
+                        .chunks(size)
+                        .map(|c| scope.spawn(move || expand(c, visited_before)))
+                        .collect();
+                    handles
+                        .into_iter()
+                        .map(|h| h.join().expect("search worker panicked"))
+                        .collect()
+                })
+            };
+            drop(block);
+            for (generated, covered, batch) in batches {
+                states += generated;
+                coverage.merge(&covered);
+                for (fp, parent, action, s) in batch {
+                    if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
+                        v.insert(Visit {
+                            parent,
+                            action: Some(action),
+                        });
+                        check(&s, fp, &mut found, &mut purchased);
+                        next_frontier.push((fp, s));
+                    }
                 }
             }
         }
@@ -235,23 +378,29 @@ pub fn search(
         actions.reverse();
         actions
     };
+    let mut unverified = Vec::new();
     let counterexamples = Property::ALL
         .iter()
         .zip(&found)
         .map(|(p, fp)| {
-            let path = fp.map(|fp| {
+            let path = fp.and_then(|fp| {
                 let steps = path_to(fp);
                 if options.symmetry {
                     concretize(model, &steps)
+                        .map_err(|e| unverified.push((*p, e)))
+                        .ok()
                 } else {
-                    steps
+                    Some(steps)
                 }
             });
             (*p, path)
         })
         .collect();
-    SearchResult {
+    let mut result = SearchResult {
+        strategy: Strategy::Exhaustive,
         counterexamples,
+        unverified,
+        fingerprint_bits: bits,
         purchased,
         states,
         unique_states: visited.len() as u64,
@@ -259,29 +408,43 @@ pub fn search(
         complete,
         seconds: start.elapsed().as_secs_f64(),
         first_counterexample_seconds: first_seconds,
-    }
+        coverage,
+    };
+    result.recheck(model);
+    result
 }
 
 /// Map a path found between representative states to the same path for the concrete
 /// clients and masters. Each step is replayed on the representative it was found from;
 /// the renamings to the next representative are composed, so that each action can be
-/// renamed back to the names of the initial state.
-pub fn concretize(model: &LockModel, steps: &[Action]) -> Vec<Action> {
+/// renamed back to the names of the initial state. A step that does not apply to its
+/// representative (a path that is not a behaviour) is an error.
+pub fn concretize(model: &LockModel, steps: &[Action]) -> Result<Vec<Action>, PathError> {
     let first = model.representative(model.init_states().remove(0));
     let mut state = first.state;
     // Names of the current representative -> names of the concrete run.
     let mut to_concrete = first.renaming.inverse();
     let mut out = Vec::with_capacity(steps.len());
-    for &a in steps {
+    let mut offered = Vec::new();
+    for (k, &a) in steps.iter().enumerate() {
         out.push(to_concrete.action(a));
-        let next = model
-            .next_state(&state, a)
-            .expect("a step of a found path applies to its representative");
+        offered.clear();
+        model.actions(&state, &mut offered);
+        if !offered.contains(&a) {
+            return Err(PathError::NotEnabled {
+                step: k + 1,
+                action: a,
+            });
+        }
+        let next = model.next_state(&state, a).ok_or(PathError::NoSuccessor {
+            step: k + 1,
+            action: a,
+        })?;
         let r = model.representative(next);
         to_concrete = r.renaming.inverse().then(&to_concrete);
         state = r.state;
     }
-    out
+    Ok(out)
 }
 
 /// Replay a path from the initial state, returning every state along it.

@@ -2,50 +2,10 @@
 //! the protected stock counter, the logical clock and the fault budget spent so far.
 
 use locklab::resource::Stock;
-use locklab::{Command, LockMachine, Reply};
+use locklab::LockMachine;
 
+pub use crate::client::{Flight, Phase};
 use crate::redis::Data;
-
-/// A request on its way, or executed with its reply held (paused client).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct Flight {
-    /// The physical node it was sent to.
-    pub node: u8,
-    /// The command.
-    pub command: Command,
-    /// Executed, but the reply is held until the client resumes.
-    pub held: Option<Reply>,
-    /// Ticks it has been deliverable without being delivered.
-    pub age: u8,
-}
-
-/// Where a client is in its one purchase.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Phase {
-    /// Not holding; may start an acquire while attempts are left.
-    Idle,
-    /// An acquire is in flight.
-    Acquiring,
-    /// Holding (it believes): running the critical-section program, op `pc`.
-    Critical {
-        /// Next op of [`crate::model::LockModel::program`].
-        pc: u8,
-        /// The stock value read, once read.
-        read: Option<i64>,
-        /// Ticks worked since the read.
-        worked: u8,
-    },
-    /// A release (or a re-entry) is in flight inside the critical section program.
-    Waiting {
-        pc: u8,
-        read: Option<i64>,
-        worked: u8,
-    },
-    /// Finished (released, or gave up).
-    Done,
-    /// The process crashed.
-    Crashed,
-}
 
 /// One client process.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -57,7 +17,7 @@ pub struct Client {
     /// Stopped by a stop-the-world pause.
     pub paused: bool,
     /// Its clock's offset from the global clock, in ticks.
-    pub offset: i8,
+    pub offset: i64,
     /// Acquire attempts left.
     pub attempts: u8,
     /// A denied client retries only after the clock moved.
@@ -83,7 +43,7 @@ impl Client {
 
     /// Holding (it believes): in the critical-section program, releases included.
     pub fn holding(&self) -> bool {
-        matches!(self.phase, Phase::Critical { .. } | Phase::Waiting { .. })
+        self.phase.holding()
     }
 }
 
@@ -93,11 +53,17 @@ pub struct Node {
     /// Up (a failed-over master is down for good).
     pub alive: bool,
     /// Clock offset from the global clock, in ticks.
-    pub offset: i8,
+    pub offset: i64,
     /// The data.
     pub data: Data,
     /// The master it replicates from, if a replica.
     pub replica_of: Option<u8>,
+    /// Replication offset: writes applied (a master counts the writes it executes, a
+    /// replica takes its master's offset when it catches up). Kept at 0 unless the
+    /// scenario promotes the most advanced replica, so other scenarios do not grow.
+    pub repl_offset: u8,
+    /// Ticks its clock has run ahead by drift (bounded by `timing.node_drift`).
+    pub drifted: u8,
 }
 
 /// Faults spent so far.
@@ -109,6 +75,24 @@ pub struct Spent {
     pub restarts: u8,
     pub partitions: u8,
     pub clock_jumps: u8,
+    pub lost_replies: u8,
+    pub split_brains: u8,
+}
+
+/// A split brain (the case Jepsen found in Redis Sentinel): a partition cuts master slot
+/// `slot`'s node `old` off from Sentinel and the replicas; a replica was promoted on the
+/// majority side, but `old` stays up and keeps serving the clients on its side. The
+/// partition lasts to the horizon (when it heals, Sentinel demotes `old` and its writes
+/// are lost; that is not modelled).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Split {
+    /// The master slot that has two masters.
+    pub slot: u8,
+    /// The old master, still up on the minority side.
+    pub old: u8,
+    /// Clients (bit per client) that learnt the new master from Sentinel: they reach
+    /// only the promoted node; the others reach only `old`.
+    pub moved: u8,
 }
 
 /// A whole-system state.
@@ -131,6 +115,8 @@ pub struct State {
     pub next_token: u8,
     /// Set when a step deleted or overwrote a lock entry held by another client.
     pub displaced_other: bool,
+    /// The split brain in effect, if any.
+    pub split: Option<Split>,
 }
 
 impl State {
@@ -139,7 +125,7 @@ impl State {
     pub fn reorder_clients(&mut self, order: &[usize]) {
         let mut rename = vec![0u8; order.len()];
         for (new, &old) in order.iter().enumerate() {
-            rename[old] = new as u8;
+            rename[old] = u8::try_from(new).expect("at most MAX_CLIENTS clients");
         }
         let mut old: Vec<Option<Client>> = std::mem::take(&mut self.clients)
             .into_iter()
@@ -155,6 +141,11 @@ impl State {
                     *o = rename[*o as usize];
                 }
             }
+        }
+        if let Some(split) = &mut self.split {
+            split.moved = (0..order.len())
+                .filter(|&old| split.moved & (1 << old) != 0)
+                .fold(0, |acc, old| acc | (1 << rename[old]));
         }
     }
 
@@ -180,7 +171,8 @@ impl State {
             let mut flights: Vec<Option<Flight>> =
                 inverse.iter().map(|&m| c.flights[m].take()).collect();
             for f in flights.iter_mut().flatten() {
-                f.node = perm[f.node as usize] as u8;
+                f.node = u8::try_from(perm[f.node as usize])
+                    .expect("nodes are bounded by the scenario caps");
             }
             c.flights = flights;
             c.cut = perm

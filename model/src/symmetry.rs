@@ -23,12 +23,17 @@ pub struct Renaming {
     pub nodes: Vec<u8>,
 }
 
+/// A client or node index as stored in a renaming; bounded by the scenario caps.
+fn index(i: usize) -> u8 {
+    u8::try_from(i).expect("indexes are bounded by the scenario caps")
+}
+
 impl Renaming {
     /// Renames nothing.
     pub fn identity(clients: usize, nodes: usize) -> Self {
         Renaming {
-            clients: (0..clients as u8).collect(),
-            nodes: (0..nodes as u8).collect(),
+            clients: (0..clients).map(index).collect(),
+            nodes: (0..nodes).map(index).collect(),
         }
     }
 
@@ -37,7 +42,7 @@ impl Renaming {
         let invert = |v: &[u8]| {
             let mut out = vec![0u8; v.len()];
             for (i, &j) in v.iter().enumerate() {
-                out[j as usize] = i as u8;
+                out[j as usize] = index(i);
             }
             out
         };
@@ -122,10 +127,10 @@ impl LockModel {
             }
             let mut renaming = Renaming::identity(clients.len(), perm.len());
             for (new, &old) in clients.iter().enumerate() {
-                renaming.clients[old] = new as u8;
+                renaming.clients[old] = index(new);
             }
             for (old, &new) in perm.iter().enumerate() {
-                renaming.nodes[old] = new as u8;
+                renaming.nodes[old] = index(new);
             }
             best = Some(Representative {
                 fingerprint: fp,

@@ -3,10 +3,10 @@
 //! A trace is the scenario, the broken property, a snapshot of the initial state and one
 //! entry per step: the action (as narrated), who took it, the Redis command the step sent
 //! or executed and the reply, the clocks after the step, the lock key on every node, the
-//! stock, and which properties broke at that step. The `actions` array repeats the path
-//! in a machine-readable form that [`Trace::actions`] decodes back to [`Action`]s, so a
-//! trace can be replayed (by the model with [`crate::search::replay`], or against real
-//! Redis by the harness).
+//! stock, and which properties broke at that step. The `actions` array holds the same
+//! path as the model's own [`Action`]s, one per step, so a trace can be replayed (by the
+//! model with [`crate::search::replay`], or against real Redis by the harness) and every
+//! narrator matches on the enum itself.
 //!
 //! ```json
 //! {
@@ -14,17 +14,32 @@
 //!   "property": "mutual_exclusion",
 //!   "initial": { "clock": 0, "client_clocks": [0, 0], "node_clocks": [0], "keys": [null], ... },
 //!   "steps": [
-//!     { "step": 1, "action": "client1 acquire", "actor": "client1", "kind": "Acquire",
+//!     { "step": 1, "action": "client1 acquire", "actor": "client1",
 //!       "command": "SET lock t1 NX PX 3", "reply": null, "clock": 0, ... ,
 //!       "keys": [null], "stock": 10, "broken": [] },
 //!     ...
 //!   ],
-//!   "actions": [ { "kind": "Acquire", "client": 0 }, { "kind": "Deliver", "client": 0, "master": 0 }, ... ]
+//!   "actions": [ { "kind": "Acquire", "args": 0 }, { "kind": "Deliver", "args": [0, 0] },
+//!                { "kind": "Tick" }, ... ]
 //! }
 //! ```
 //!
-//! Indexes in `actions` are the model's, counted from 0 (`"client": 0` is `client1` in
-//! the narration); `master` is a master slot of the design, `node` a physical node.
+//! Each entry of `actions` is [`Action`] as serde derives it (adjacently tagged): `kind`
+//! is the variant's name and `args` its fields in declaration order, a single number for
+//! a one-field variant, an array for two, absent for `Tick`. Indexes are the model's,
+//! counted from 0 (`"args": 0` in `Acquire` is `client1` in the narration):
+//!
+//! | `kind` | `args` |
+//! |---|---|
+//! | `Tick` | none |
+//! | `Acquire`, `Renew`, `Read`, `Write`, `Release`, `Reenter`, `Pause`, `Resume`, `Crash`, `ClientClockJump` | client |
+//! | `Deliver`, `Receive`, `Timeout`, `Partition`, `Heal` | `[client, master]` |
+//! | `Replicate`, `Restart`, `NodeClockJump` | node |
+//! | `Failover` | `[master, node]` (the replica promoted) |
+//!
+//! `master` is a master slot of the design, `node` a physical node (masters first, then
+//! replicas). A variant added to [`Action`] gets its encoding from the derive; an entry
+//! that does not decode is refused naming its index (`actions[3]: unknown variant ...`).
 
 use std::fmt::Write as _;
 use std::fs;
@@ -56,9 +71,13 @@ pub enum TraceError {
         #[source]
         source: serde_json::Error,
     },
-    /// An entry of `actions` does not decode to an action.
-    #[error("actions[{index}]: {message}")]
-    Action { index: usize, message: String },
+    /// `actions` does not have one entry per step.
+    #[error("{path}: actions: {actions} entries but steps has {steps}; one action per step")]
+    Length {
+        path: PathBuf,
+        actions: usize,
+        steps: usize,
+    },
     /// The `property` field names no property.
     #[error("property: {0}")]
     Property(String),
@@ -135,8 +154,6 @@ pub struct TraceStep {
     /// Who took the step: `"client1"`, `"node2"` (a request executed, a replica catching
     /// up), `"clock"` (a tick) or `"nemesis"` (a fault, a resume, a heal).
     pub actor: String,
-    /// The action's variant name (`"Tick"`, `"Acquire"`, `"Deliver"`, ...).
-    pub kind: String,
     /// The command the step executed (Deliver), answered (Receive, Timeout) or sent
     /// (Acquire, Release, Renew, Reenter); commands sent to several masters are listed
     /// once when equal, otherwise joined by `"; "`.
@@ -157,102 +174,6 @@ pub struct TraceStep {
     pub broken: Vec<String>,
 }
 
-/// An [`Action`] in a serde-friendly form: the variant name and its arguments.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EncodedAction {
-    /// The variant name.
-    pub kind: String,
-    /// Client index (from 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<u8>,
-    /// Master slot (from 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub master: Option<u8>,
-    /// Physical node (from 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<u8>,
-}
-
-impl EncodedAction {
-    fn new(kind: &str, client: Option<u8>, master: Option<u8>, node: Option<u8>) -> Self {
-        EncodedAction {
-            kind: kind.to_string(),
-            client,
-            master,
-            node,
-        }
-    }
-
-    /// The encoding of `action`.
-    pub fn encode(action: Action) -> Self {
-        use Action::*;
-        let c = |kind: &str, c: u8| Self::new(kind, Some(c), None, None);
-        let cm = |kind: &str, c: u8, m: u8| Self::new(kind, Some(c), Some(m), None);
-        let n = |kind: &str, n: u8| Self::new(kind, None, None, Some(n));
-        match action {
-            Tick => Self::new("Tick", None, None, None),
-            Acquire(x) => c("Acquire", x),
-            Deliver(x, m) => cm("Deliver", x, m),
-            Receive(x, m) => cm("Receive", x, m),
-            Timeout(x, m) => cm("Timeout", x, m),
-            Renew(x) => c("Renew", x),
-            Read(x) => c("Read", x),
-            Write(x) => c("Write", x),
-            Release(x) => c("Release", x),
-            Reenter(x) => c("Reenter", x),
-            Replicate(x) => n("Replicate", x),
-            Pause(x) => c("Pause", x),
-            Resume(x) => c("Resume", x),
-            Crash(x) => c("Crash", x),
-            Failover(m, r) => Self::new("Failover", None, Some(m), Some(r)),
-            Restart(x) => n("Restart", x),
-            Partition(x, m) => cm("Partition", x, m),
-            Heal(x, m) => cm("Heal", x, m),
-            NodeClockJump(x) => n("NodeClockJump", x),
-            ClientClockJump(x) => c("ClientClockJump", x),
-        }
-    }
-
-    /// The action this encodes.
-    pub fn decode(&self) -> Result<Action, String> {
-        use Action::*;
-        let need = |field: Option<u8>, name: &str| {
-            field.ok_or_else(|| format!("`{}` needs the field `{name}`", self.kind))
-        };
-        let client = || need(self.client, "client");
-        let master = || need(self.master, "master");
-        let node = || need(self.node, "node");
-        Ok(match self.kind.as_str() {
-            "Tick" => Tick,
-            "Acquire" => Acquire(client()?),
-            "Deliver" => Deliver(client()?, master()?),
-            "Receive" => Receive(client()?, master()?),
-            "Timeout" => Timeout(client()?, master()?),
-            "Renew" => Renew(client()?),
-            "Read" => Read(client()?),
-            "Write" => Write(client()?),
-            "Release" => Release(client()?),
-            "Reenter" => Reenter(client()?),
-            "Replicate" => Replicate(node()?),
-            "Pause" => Pause(client()?),
-            "Resume" => Resume(client()?),
-            "Crash" => Crash(client()?),
-            "Failover" => Failover(master()?, node()?),
-            "Restart" => Restart(node()?),
-            "Partition" => Partition(client()?, master()?),
-            "Heal" => Heal(client()?, master()?),
-            "NodeClockJump" => NodeClockJump(node()?),
-            "ClientClockJump" => ClientClockJump(client()?),
-            other => return Err(format!("unknown action kind `{other}`")),
-        })
-    }
-}
-
-/// The variant name of an action (`"Deliver"`).
-pub fn kind(action: Action) -> String {
-    EncodedAction::encode(action).kind
-}
-
 /// A counterexample, ready to be written as JSON.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Trace {
@@ -264,8 +185,22 @@ pub struct Trace {
     pub initial: Snapshot,
     /// One entry per step.
     pub steps: Vec<TraceStep>,
-    /// The steps, machine-readable (see [`EncodedAction`]).
-    pub actions: Vec<EncodedAction>,
+    /// The steps as model actions, one per entry of `steps`.
+    #[serde(deserialize_with = "decode_actions")]
+    pub actions: Vec<Action>,
+}
+
+/// `actions`, decoded entry by entry so an error names the entry that failed.
+fn decode_actions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Action>, D::Error> {
+    let entries = Vec::<Json>::deserialize(d)?;
+    entries
+        .into_iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            Action::deserialize(entry)
+                .map_err(|e| serde::de::Error::custom(format_args!("actions[{index}]: {e}")))
+        })
+        .collect()
 }
 
 fn client_name(c: usize) -> String {
@@ -370,12 +305,19 @@ fn actor(action: Action, before: &State) -> String {
             Some(f) => node_name(f.node as usize),
             None => client_name(c as usize),
         },
-        Resume(_) | Heal(..) => "nemesis".to_string(),
-        a if a.is_fault() => "nemesis".to_string(),
-        a => a
-            .client()
-            .map(|c| client_name(c as usize))
-            .unwrap_or_else(|| "nemesis".to_string()),
+        Acquire(c)
+        | Receive(c, _)
+        | Timeout(c, _)
+        | Renew(c)
+        | Read(c)
+        | Write(c)
+        | Release(c)
+        | Reenter(c) => client_name(c as usize),
+        Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_) | Partition(..) | Heal(..)
+        | NodeClockJump(_) | ClientClockJump(_) | LoseReply(..) | SplitBrain(..) | NodeDrift(_) => {
+            "nemesis".to_string()
+        }
+        Redirect(c, _) => client_name(c as usize),
     }
 }
 
@@ -385,9 +327,15 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
         return Vec::new();
     };
     let c = c as usize;
+    use Action::*;
+    // The request slot the step answered: a reply or timeout frees it, a follow-up
+    // refills it.
     let consumed = match action {
-        Action::Deliver(_, m) | Action::Receive(_, m) | Action::Timeout(_, m) => Some(m as usize),
-        _ => None,
+        Deliver(_, m) | Receive(_, m) | Timeout(_, m) | LoseReply(_, m) => Some(m as usize),
+        Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
+        | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
+        | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..)
+        | Redirect(..) | NodeDrift(_) => None,
     };
     let (Some(b), Some(a)) = (before.clients.get(c), after.clients.get(c)) else {
         return Vec::new();
@@ -466,13 +414,14 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
         };
         let sent = new_flights(action, &state, &next);
         let flight = |c: u8, m: u8| state.clients[c as usize].flights[m as usize].clone();
+        use Action::*;
         let (command, reply, held) = match action {
-            Action::Deliver(c, m) => {
+            Deliver(c, m) => {
                 let reply = delivered_reply(model, &state, c, m);
                 let held = !state.clients[c as usize].running();
                 (flight(c, m).map(|f| f.command.to_string()), reply, held)
             }
-            Action::Receive(c, m) => {
+            Receive(c, m) => {
                 let f = flight(c, m);
                 (
                     f.as_ref().map(|f| f.command.to_string()),
@@ -480,14 +429,18 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
                     false,
                 )
             }
-            Action::Timeout(c, m) => (flight(c, m).map(|f| f.command.to_string()), None, false),
-            _ => (join_commands(&sent), None, false),
+            Timeout(c, m) | LoseReply(c, m) => {
+                (flight(c, m).map(|f| f.command.to_string()), None, false)
+            }
+            Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
+            | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
+            | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..)
+            | Redirect(..) | NodeDrift(_) => (join_commands(&sent), None, false),
         };
         steps.push(TraceStep {
             step: k + 1,
             action: action.to_string(),
             actor: actor(action, &state),
-            kind: kind(action),
             command,
             reply,
             held,
@@ -495,7 +448,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             after: snapshot(model, &next),
             broken: broken(model, &state, &next),
         });
-        applied.push(EncodedAction::encode(action));
+        applied.push(action);
         state = next;
     }
     Trace {
@@ -507,8 +460,8 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
     }
 }
 
-/// Reads a trace written by [`Trace::to_json_pretty`]; its `property` and `actions` are
-/// checked to decode.
+/// Reads a trace written by [`Trace::to_json_pretty`]; its `property` is checked to
+/// decode and `actions` to have one entry per step.
 pub fn load(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
     let path = path.as_ref();
     let text = fs::read_to_string(path).map_err(|source| TraceError::Io {
@@ -520,7 +473,13 @@ pub fn load(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
         source,
     })?;
     trace.property()?;
-    trace.actions()?;
+    if trace.actions.len() != trace.steps.len() {
+        return Err(TraceError::Length {
+            path: path.to_path_buf(),
+            actions: trace.actions.len(),
+            steps: trace.steps.len(),
+        });
+    }
     Ok(trace)
 }
 
@@ -533,18 +492,6 @@ impl Trace {
     /// The broken property.
     pub fn property(&self) -> Result<Property, TraceError> {
         self.property.parse().map_err(TraceError::Property)
-    }
-
-    /// The steps as model actions.
-    pub fn actions(&self) -> Result<Vec<Action>, TraceError> {
-        self.actions
-            .iter()
-            .enumerate()
-            .map(|(index, a)| {
-                a.decode()
-                    .map_err(|message| TraceError::Action { index, message })
-            })
-            .collect()
     }
 
     /// The scenario name (empty when the embedded scenario has none).
@@ -598,7 +545,8 @@ impl Trace {
         );
         let _ = writeln!(out, "            {}", keys_line(&self.initial));
         let mut last = &self.initial;
-        for step in &self.steps {
+        for (step, &action) in self.steps.iter().zip(&self.actions) {
+            let told = Told::of(action);
             let _ = writeln!(
                 out,
                 "  step {:<4} t={:<3}{}{}",
@@ -608,17 +556,17 @@ impl Trace {
                 step.action
             );
             if let Some(command) = &step.command {
-                let reply = match (&step.reply, step.kind.as_str()) {
-                    (Some(r), _) if step.held => format!(" -> {r} (held: client paused)"),
-                    (Some(r), _) => format!(" -> {r}"),
-                    (None, "Timeout") => " -> no answer".to_string(),
-                    _ => String::new(),
+                let reply = match &step.reply {
+                    Some(r) if step.held => format!(" -> {r} (held: client paused)"),
+                    Some(r) => format!(" -> {r}"),
+                    None if told == Told::Timeout => " -> no answer".to_string(),
+                    None => String::new(),
                 };
                 let _ = writeln!(out, "            {command}{reply}");
             }
-            let follow_ups: Vec<&Sent> = match step.kind.as_str() {
-                "Deliver" | "Receive" | "Timeout" => step.sent.iter().collect(),
-                _ => Vec::new(),
+            let follow_ups: Vec<&Sent> = match told {
+                Told::Answer | Told::Timeout => step.sent.iter().collect(),
+                Told::Read | Told::Write | Told::Other => Vec::new(),
             };
             for s in follow_ups {
                 let _ = writeln!(out, "            then sends {} to {}", s.command, s.master);
@@ -627,7 +575,7 @@ impl Trace {
                 let _ = writeln!(out, "            {}", keys_line(&step.after));
             }
             let rejected = step.after.rejected > last.rejected;
-            match step.kind.as_str() {
+            match told {
                 _ if rejected => {
                     let _ = writeln!(
                         out,
@@ -635,10 +583,10 @@ impl Trace {
                         step.after.stock
                     );
                 }
-                "Read" => {
+                Told::Read => {
                     let _ = writeln!(out, "            stock = {}", step.after.stock);
                 }
-                "Write" => {
+                Told::Write => {
                     let lost = if step.after.stock == last.stock {
                         " (unchanged: an update is lost or rejected)"
                     } else {
@@ -670,6 +618,37 @@ impl Trace {
             last = &step.after;
         }
         out
+    }
+}
+
+/// What the narration tells about a step besides its command and the lock keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Told {
+    /// A request answered: its reply, and the requests the reply made the client send.
+    Answer,
+    /// A request that got no answer, and what the client sent next.
+    Timeout,
+    /// The stock as read.
+    Read,
+    /// The stock before and after the write.
+    Write,
+    /// Only the command sent, if any.
+    Other,
+}
+
+impl Told {
+    fn of(action: Action) -> Told {
+        use Action::*;
+        match action {
+            Deliver(..) | Receive(..) => Told::Answer,
+            Timeout(..) | LoseReply(..) => Told::Timeout,
+            Read(_) => Told::Read,
+            Write(_) => Told::Write,
+            Tick | Acquire(_) | Renew(_) | Release(_) | Reenter(_) | Replicate(_) | Pause(_)
+            | Resume(_) | Crash(_) | Failover(..) | Restart(_) | Partition(..) | Heal(..)
+            | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..) | Redirect(..)
+            | NodeDrift(_) => Told::Other,
+        }
     }
 }
 
@@ -756,11 +735,7 @@ resource_safety = "violated"
         ];
         let t = build(&model, Property::MutualExclusion, &path);
         assert_eq!(t.steps.len(), path.len());
-        let kinds: Vec<&str> = t.steps.iter().map(|s| s.kind.as_str()).collect();
-        assert_eq!(
-            kinds,
-            ["Acquire", "Pause", "Deliver", "Tick", "Resume", "Receive"]
-        );
+        assert_eq!(t.actions, path);
         let actors: Vec<&str> = t.steps.iter().map(|s| s.actor.as_str()).collect();
         assert_eq!(
             actors,
@@ -786,7 +761,7 @@ resource_safety = "violated"
 
         // JSON round trip, and the embedded scenario is the original one.
         let back: Trace = serde_json::from_str(&t.to_json_pretty()).unwrap();
-        assert_eq!(back.actions().unwrap(), path);
+        assert_eq!(back.actions, path);
         assert_eq!(back.steps, t.steps);
         assert_eq!(back.scenario().unwrap(), scenario);
 
@@ -800,40 +775,129 @@ resource_safety = "violated"
     }
 
     #[test]
-    fn every_action_round_trips() {
+    fn every_action_round_trips_in_the_documented_shape() {
+        use serde_json::json;
         use Action::*;
         let all = [
-            Tick,
-            Acquire(1),
-            Deliver(1, 2),
-            Receive(0, 1),
-            Timeout(2, 0),
-            Renew(3),
-            Read(0),
-            Write(1),
-            Release(2),
-            Reenter(3),
-            Replicate(4),
-            Pause(0),
-            Resume(1),
-            Crash(2),
-            Failover(0, 3),
-            Restart(2),
-            Partition(1, 4),
-            Heal(1, 4),
-            NodeClockJump(2),
-            ClientClockJump(1),
+            (Tick, json!({ "kind": "Tick" })),
+            (Acquire(1), json!({ "kind": "Acquire", "args": 1 })),
+            (Deliver(1, 2), json!({ "kind": "Deliver", "args": [1, 2] })),
+            (Receive(0, 1), json!({ "kind": "Receive", "args": [0, 1] })),
+            (Timeout(2, 0), json!({ "kind": "Timeout", "args": [2, 0] })),
+            (Renew(3), json!({ "kind": "Renew", "args": 3 })),
+            (Read(0), json!({ "kind": "Read", "args": 0 })),
+            (Write(1), json!({ "kind": "Write", "args": 1 })),
+            (Release(2), json!({ "kind": "Release", "args": 2 })),
+            (Reenter(3), json!({ "kind": "Reenter", "args": 3 })),
+            (Replicate(4), json!({ "kind": "Replicate", "args": 4 })),
+            (Pause(0), json!({ "kind": "Pause", "args": 0 })),
+            (Resume(1), json!({ "kind": "Resume", "args": 1 })),
+            (Crash(2), json!({ "kind": "Crash", "args": 2 })),
+            (
+                Failover(0, 3),
+                json!({ "kind": "Failover", "args": [0, 3] }),
+            ),
+            (Restart(2), json!({ "kind": "Restart", "args": 2 })),
+            (
+                Partition(1, 4),
+                json!({ "kind": "Partition", "args": [1, 4] }),
+            ),
+            (Heal(1, 4), json!({ "kind": "Heal", "args": [1, 4] })),
+            (
+                NodeClockJump(2),
+                json!({ "kind": "NodeClockJump", "args": 2 }),
+            ),
+            (
+                ClientClockJump(1),
+                json!({ "kind": "ClientClockJump", "args": 1 }),
+            ),
+            (
+                SplitBrain(0, 2),
+                json!({ "kind": "SplitBrain", "args": [0, 2] }),
+            ),
+            (
+                Redirect(1, 0),
+                json!({ "kind": "Redirect", "args": [1, 0] }),
+            ),
+            (NodeDrift(1), json!({ "kind": "NodeDrift", "args": 1 })),
+            (
+                LoseReply(1, 0),
+                json!({ "kind": "LoseReply", "args": [1, 0] }),
+            ),
         ];
-        for a in all {
-            let e = EncodedAction::encode(a);
-            assert_eq!(e.kind, format!("{a:?}").split('(').next().unwrap());
-            let json = serde_json::to_string(&e).unwrap();
-            let back: EncodedAction = serde_json::from_str(&json).unwrap();
-            assert_eq!(back.decode(), Ok(a), "{json}");
+        for (a, shape) in all {
+            assert_eq!(serde_json::to_value(a).unwrap(), shape, "{a:?}");
+            assert_eq!(serde_json::from_value::<Action>(shape).unwrap(), a);
         }
-        let bad = EncodedAction::new("Deliver", Some(0), None, None);
-        assert!(bad.decode().unwrap_err().contains("master"));
-        let bad = EncodedAction::new("Teleport", None, None, None);
-        assert!(bad.decode().unwrap_err().contains("Teleport"));
+    }
+
+    /// A trace with its `actions` replaced by `actions`.
+    fn with_actions(actions: Json) -> Result<Trace, serde_json::Error> {
+        let scenario = Scenario::parse(PAUSE, "pause.toml").unwrap();
+        let t = build(
+            &LockModel::new(&scenario),
+            Property::MutualExclusion,
+            &[Action::Acquire(0), Action::Deliver(0, 0)],
+        );
+        let mut value = serde_json::to_value(&t).unwrap();
+        value["actions"] = actions;
+        serde_json::from_value(value)
+    }
+
+    #[test]
+    fn a_bad_action_is_refused_naming_its_entry_and_the_reason() {
+        use serde_json::json;
+        let ok = json!([{ "kind": "Acquire", "args": 0 }, { "kind": "Deliver", "args": [0, 0] }]);
+        assert!(with_actions(ok).is_ok());
+        let cases = [
+            (
+                json!([{ "kind": "Acquire", "args": 0 }, { "kind": "Teleport", "args": 0 }]),
+                "actions[1]: unknown variant `Teleport`",
+            ),
+            (
+                json!([{ "kind": "Deliver", "args": 0 }]),
+                "actions[0]: invalid type: integer `0`",
+            ),
+            (
+                json!([{ "kind": "Deliver", "args": [0] }]),
+                "actions[0]: invalid length 1",
+            ),
+            (
+                json!([{ "kind": "Tick" }, { "kind": "Acquire", "args": 256 }]),
+                "actions[1]: invalid value: integer `256`, expected u8",
+            ),
+            (
+                json!([{ "kind": "Tick" }, { "kind": "Tick" }, { "args": 1 }]),
+                "actions[2]: missing field `kind`",
+            ),
+        ];
+        for (actions, expected) in cases {
+            let err = with_actions(actions.clone()).unwrap_err().to_string();
+            assert!(err.starts_with(expected), "{actions}: {err}");
+        }
+    }
+
+    #[test]
+    fn load_refuses_a_trace_whose_actions_do_not_match_its_steps() {
+        let dir = std::env::temp_dir().join(format!("locklab-trace-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("short.json");
+        let mut t = with_actions(serde_json::json!([{ "kind": "Acquire", "args": 0 }, { "kind": "Deliver", "args": [0, 0] }])).unwrap();
+        fs::write(&path, t.to_json_pretty()).unwrap();
+        assert_eq!(load(&path).unwrap().actions, t.actions);
+        t.actions.pop();
+        fs::write(&path, t.to_json_pretty()).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(
+            err.ends_with("short.json: actions: 1 entries but steps has 2; one action per step"),
+            "{err}"
+        );
+        fs::write(&path, t.to_json_pretty().replace("Acquire", "Teleport")).unwrap();
+        let err = load(&path).unwrap_err().to_string();
+        assert!(
+            err.contains("not a locklab trace: actions[0]: unknown variant `Teleport`"),
+            "{err}"
+        );
+        let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -35,6 +35,7 @@ fn opts(symmetry: bool, max_depth: Option<usize>) -> SearchOptions {
         threads: 1,
         max_depth,
         time_limit: None,
+        ..SearchOptions::default()
     }
 }
 
@@ -248,4 +249,249 @@ fn master_symmetry_only_where_masters_are_interchangeable() {
     assert!(!LockModel::new(&redlock("fenced", 4, "", true)).masters_symmetric());
     let single = scenario("single", "lua-release", 3, 4, "");
     assert!(!LockModel::new(&single).masters_symmetric());
+}
+
+/// One master, two replicas, `WAIT 1`, one failover, with the given promotion rule.
+fn failover_wait(promotion: &str) -> Scenario {
+    let text = format!(
+        r#"name = "failover"
+design = "lua-release"
+wait_replicas = 1
+[topology]
+replicas = 2
+promotion = "{promotion}"
+[clients]
+count = 2
+[timing]
+ttl = 5
+work = 1
+max_step_delay = 1
+horizon = 10
+[faults]
+failovers = 1
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#
+    );
+    Scenario::parse(&text, "failover.toml").expect("test scenario parses")
+}
+
+/// The replica that acknowledged client1's WAIT is not promoted; the other one is, and
+/// the acknowledging replica follows it, resyncs (dropping client1's key) and
+/// acknowledges client2's WAIT: both clients hold the lock.
+#[test]
+fn failover_repoints_the_other_replicas_to_the_promoted_one() {
+    use locklab_model::model::Action::*;
+    let model = LockModel::new(&failover_wait("any"));
+    let mut s = model.init_states().remove(0);
+    let steps = [
+        Acquire(0),
+        Deliver(0, 0),
+        Receive(0, 0),
+        Replicate(1),
+        Deliver(0, 0),
+        Receive(0, 0),
+        Failover(0, 2),
+        Acquire(1),
+        Deliver(1, 0),
+        Receive(1, 0),
+    ];
+    for a in steps {
+        s = model
+            .next_state(&s, a)
+            .unwrap_or_else(|| panic!("{a} applies"));
+    }
+    assert_eq!(
+        s.nodes[1].replica_of,
+        Some(2),
+        "node2 follows the promoted node3"
+    );
+    let mut actions = Vec::new();
+    model.actions(&s, &mut actions);
+    assert!(actions.contains(&Replicate(1)), "node2 resyncs from node3");
+    s = model.next_state(&s, Replicate(1)).unwrap();
+    assert_eq!(
+        s.nodes[1].data, s.nodes[2].data,
+        "what node3 lacks is dropped"
+    );
+    s = model.next_state(&s, Deliver(1, 0)).unwrap();
+    s = model.next_state(&s, Receive(1, 0)).unwrap();
+    assert!(
+        !model.holds(Property::MutualExclusion, &s),
+        "WAIT 1 acknowledged"
+    );
+}
+
+/// Under Sentinel's rule, the replica that missed client1's write cannot be promoted
+/// while the other one has it; under "any" it can.
+#[test]
+fn most_advanced_promotion_skips_a_lagging_replica() {
+    use locklab_model::model::Action::*;
+    for (rule, lagging_promotable) in [("any", true), ("most-advanced", false)] {
+        let model = LockModel::new(&failover_wait(rule));
+        let mut s = model.init_states().remove(0);
+        for a in [Acquire(0), Deliver(0, 0), Replicate(1)] {
+            s = model.next_state(&s, a).unwrap();
+        }
+        let mut actions = Vec::new();
+        model.actions(&s, &mut actions);
+        assert!(actions.contains(&Failover(0, 1)), "{rule}");
+        assert_eq!(
+            actions.contains(&Failover(0, 2)),
+            lagging_promotable,
+            "{rule}"
+        );
+    }
+}
+
+/// Split brain: the old master keeps serving a client that has not learnt the new one;
+/// a client that has reaches only the promoted replica, and both hold the lock.
+#[test]
+fn split_brain_leaves_two_masters_each_serving_its_side() {
+    use locklab_model::model::Action::*;
+    let text = r#"name = "split"
+design = "lua-release"
+[topology]
+replicas = 1
+[clients]
+count = 2
+[timing]
+ttl = 5
+work = 1
+max_step_delay = 1
+horizon = 10
+[faults]
+split_brains = 1
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#;
+    let model = LockModel::new(&Scenario::parse(text, "split.toml").unwrap());
+    let mut s = model.init_states().remove(0);
+    for a in [
+        Acquire(0),
+        Deliver(0, 0),
+        Receive(0, 0),
+        SplitBrain(0, 1),
+        Acquire(1),
+    ] {
+        s = model
+            .next_state(&s, a)
+            .unwrap_or_else(|| panic!("{a} applies"));
+    }
+    assert!(s.nodes[0].alive, "the old master stays up");
+    assert_eq!(s.serving[0], 1);
+    let f = s.clients[1].flights[0].as_ref().unwrap();
+    assert_eq!(
+        f.node, 0,
+        "client2 has not learnt the new master: it reaches the old"
+    );
+    let mut actions = Vec::new();
+    model.actions(&s, &mut actions);
+    assert!(actions.contains(&Redirect(1, 0)));
+    s = model.next_state(&s, Redirect(1, 0)).unwrap();
+    actions.clear();
+    model.actions(&s, &mut actions);
+    assert!(
+        actions.contains(&Timeout(1, 0)),
+        "the old master is on the other side"
+    );
+    assert!(!actions.contains(&Deliver(1, 0)));
+    s = model.next_state(&s, Timeout(1, 0)).unwrap();
+    s = model.next_state(&s, Tick).unwrap();
+    for a in [Acquire(1), Deliver(1, 0), Receive(1, 0)] {
+        s = model
+            .next_state(&s, a)
+            .unwrap_or_else(|| panic!("{a} applies"));
+    }
+    assert_eq!(s.nodes[1].data.entry("lock").unwrap().owner, Some(1));
+    assert!(
+        !model.holds(Property::MutualExclusion, &s),
+        "two masters, two holders"
+    );
+}
+
+/// getset-timestamp: the GETSET that steals a live lock (a fast clock) is the stealer's
+/// acquire. It breaks mutual exclusion, not owner_only_release; the robbed holder's
+/// DEL, which removes the stealer's lock, does.
+#[test]
+fn a_winning_getset_steal_is_no_release() {
+    use locklab_model::model::Action::*;
+    let sc = scenario("steal", "getset-timestamp", 3, 10, "clock_jumps = 1");
+    let model = LockModel::new(&sc);
+    let mut s = model.init_states().remove(0);
+    let steps = [
+        Acquire(0),
+        Deliver(0, 0), // SETNX lock 3 -> 1
+        Receive(0, 0),
+        ClientClockJump(1),
+        Tick,
+        Acquire(1),
+        Deliver(1, 0), // SETNX -> 0
+        Receive(1, 0),
+        Deliver(1, 0), // GET -> "3", expired by client2's clock
+        Receive(1, 0),
+        Deliver(1, 0), // GETSET -> "3": client2 wins
+        Receive(1, 0),
+    ];
+    for a in steps {
+        s = model
+            .next_state(&s, a)
+            .unwrap_or_else(|| panic!("{a} applies"));
+    }
+    assert!(!model.holds(Property::MutualExclusion, &s));
+    assert!(
+        model.holds(Property::OwnerOnlyRelease, &s),
+        "the steal is an acquire"
+    );
+    for a in [Read(0), Tick, Write(0), Release(0), Deliver(0, 0)] {
+        s = model
+            .next_state(&s, a)
+            .unwrap_or_else(|| panic!("{a} applies"));
+    }
+    assert!(
+        !model.holds(Property::OwnerOnlyRelease, &s),
+        "client1's DEL removed client2's lock"
+    );
+}
+
+/// Redlock's drift allowance is in the validity check: a node clock that runs fast
+/// expires the keys a tick early, and only an allowance refuses the lock granted late.
+#[test]
+fn redlock_drift_allowance_is_checked() {
+    let with = |allowance: u32| {
+        let text = format!(
+            r#"name = "drift"
+design = "redlock"
+[topology]
+masters = 3
+[clients]
+count = 2
+[timing]
+ttl = 5
+work = 1
+max_step_delay = 1
+horizon = 9
+node_drift = 1
+drift_allowance = {allowance}
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#
+        );
+        LockModel::new(&Scenario::parse(&text, "drift.toml").unwrap())
+    };
+    assert_eq!(with(4).cfg.drift(), 4);
+    let safe = search(&with(4), &opts(true, None), |_| {});
+    assert!(safe.purchased);
+    assert!(safe.counterexample(Property::MutualExclusion).is_none());
+    let broken = search(&with(0), &opts(true, None), |_| {});
+    assert!(broken.counterexample(Property::MutualExclusion).is_some());
 }

@@ -1,7 +1,8 @@
 //! The designs offered for use, as sans-IO state machines. Each module says what it
 //! guarantees and where it stops: read those limits before trusting one.
 //!
-//! These modules import neither tokio nor redis-rs; the [`crate::driver`] runs them.
+//! These modules import neither tokio nor redis-rs (they compile without the `driver`
+//! feature, see `tests/core_deps.rs`); the driver runs them.
 
 mod lua_release;
 mod redlock;

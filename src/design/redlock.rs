@@ -9,13 +9,13 @@
 
 use crate::command::{Command, Reply};
 use crate::design::lua_release::{compare_and_delete, compare_and_pexpire};
-use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Send, Step};
+use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Request, Step};
 
 /// A set of master indexes (at most 16 masters).
 type Nodes = u16;
 
 fn all(n: usize) -> Nodes {
-    ((1u32 << n) - 1) as Nodes
+    Nodes::try_from((1u32 << n) - 1).expect("at most 16 masters")
 }
 
 /// The set with master `i` renamed to `perm[i]`.
@@ -67,7 +67,7 @@ impl Redlock {
             "redlock supports 1 to 16 masters"
         );
         Redlock {
-            masters: masters as u8,
+            masters: u8::try_from(masters).expect("at most 16 masters"),
             phase: Phase::Idle,
         }
     }
@@ -81,9 +81,9 @@ impl Redlock {
         self.n() / 2 + 1
     }
 
-    fn fan_out(&self, command: impl Fn() -> Command) -> Vec<Send> {
+    fn fan_out(&self, command: impl Fn() -> Command) -> Vec<Request> {
         (0..self.n())
-            .map(|node| Send {
+            .map(|node| Request {
                 node,
                 command: command(),
             })

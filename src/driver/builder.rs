@@ -12,7 +12,7 @@ use super::gate::PauseGate;
 use super::lock::{Lock, RetryPolicy};
 use super::node::{Node, NodeTimeouts};
 use crate::design_id::DesignId;
-use crate::machine::LockConfig;
+use crate::machine::{LockConfig, Millis};
 
 /// Whether `design` is one of the designs offered for use (the others are pitfalls).
 pub(crate) fn is_safe(design: DesignId) -> bool {
@@ -270,16 +270,22 @@ impl LockBuilder {
         if self.timeouts.command.is_zero() || self.timeouts.connect.is_zero() {
             return bad("timeouts must be positive".into());
         }
-        let mut cfg = LockConfig::new(self.design, key, ttl as u64);
+        let Ok(ttl) = Millis::try_from(ttl).map(Millis::unsigned_abs) else {
+            return bad(format!("the ttl ({ttl} ms) is too long"));
+        };
+        let mut cfg = LockConfig::new(self.design, key, ttl);
         cfg.masters = n;
         if let Some(f) = self.drift_factor {
             if !(0.0..1.0).contains(&f) {
                 return bad(format!("drift factor must be in [0, 1), got {f}"));
             }
-            cfg.drift_ppm = (f * 1_000_000.0).round() as u64;
+            // f is in [0, 1): the product is at most 1_000_000.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let ppm = (f * 1_000_000.0).round() as u64;
+            cfg.drift_ppm = ppm;
         }
         if let Some(d) = self.drift_fixed {
-            cfg.drift_ms = d.as_millis() as u64;
+            cfg.drift_ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         }
         if cfg.drift() >= cfg.ttl {
             return bad(format!(
@@ -290,7 +296,7 @@ impl LockBuilder {
         }
         cfg.fencing = self.fencing;
         cfg.wait_replicas = self.wait_replicas;
-        cfg.wait_timeout_ms = self.wait_timeout.as_millis() as u64;
+        cfg.wait_timeout_ms = u64::try_from(self.wait_timeout.as_millis()).unwrap_or(u64::MAX);
         Ok(cfg)
     }
 

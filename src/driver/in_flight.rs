@@ -59,12 +59,12 @@ mod tests {
         for (node, ms) in [(0usize, 30u64), (1, 1), (2, 15)] {
             set.push(node, async move {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                Ok(Reply::Int(node as i64))
+                Ok(Reply::Int(i64::try_from(node).unwrap()))
             });
         }
         let mut order = Vec::new();
         while let Some((node, reply)) = set.next().await {
-            assert_eq!(reply.unwrap(), Reply::Int(node as i64));
+            assert_eq!(reply.unwrap(), Reply::Int(i64::try_from(node).unwrap()));
             order.push(node);
         }
         assert_eq!(order, vec![1, 2, 0]);

@@ -49,12 +49,14 @@ impl Clock {
             .unwrap_or_default();
         Clock {
             origin: tokio::time::Instant::now(),
-            origin_ms: unix.as_millis() as Millis,
+            origin_ms: Millis::try_from(unix.as_millis()).unwrap_or(Millis::MAX),
         }
     }
 
     pub(crate) fn now(&self) -> Millis {
-        self.origin_ms + self.origin.elapsed().as_millis() as Millis
+        self.origin_ms.saturating_add(
+            Millis::try_from(self.origin.elapsed().as_millis()).unwrap_or(Millis::MAX),
+        )
     }
 }
 
@@ -229,7 +231,7 @@ impl Shared {
     }
 
     fn retry_pause(&self) -> Duration {
-        let jitter = self.policy.jitter.as_millis() as u64;
+        let jitter = u64::try_from(self.policy.jitter.as_millis()).unwrap_or(u64::MAX);
         let extra = if jitter == 0 {
             0
         } else {
@@ -561,11 +563,6 @@ impl Lock {
     /// The pause gate this lock obeys.
     pub fn pause_gate(&self) -> &PauseGate {
         &self.shared.gate
-    }
-
-    /// The driver's local clock reading in milliseconds (what the machine sees as `now`).
-    pub fn now_ms(&self) -> Millis {
-        self.shared.clock.now()
     }
 }
 

@@ -21,7 +21,7 @@ pub struct GetsetTimestamp {
 impl Protocol for GetsetTimestamp {
     /// The token is ignored: the lock's value is an expiry timestamp, not an identity.
     fn acquire(&mut self, cfg: &LockConfig, now: Millis, _token: &str) -> Step {
-        let expiry = (now + cfg.ttl as Millis).to_string();
+        let expiry = (now.saturating_add(cfg.ttl_ms())).to_string();
         self.phase = Phase::acquiring(&expiry, now);
         Step::send(Command::SetNx {
             key: cfg.key.clone(),
@@ -58,7 +58,7 @@ impl Protocol for GetsetTimestamp {
                 ..
             } => match (*step, reply) {
                 (0, Reply::Int(1)) => {
-                    let (token, end) = (token.clone(), *started + cfg.ttl as Millis);
+                    let (token, end) = (token.clone(), started.saturating_add(cfg.ttl_ms()));
                     self.phase.hold(token, Some(end), 1)
                 }
                 (0, _) => {
@@ -70,7 +70,7 @@ impl Protocol for GetsetTimestamp {
                 (1, Reply::Bulk(value)) => match value.parse::<Millis>() {
                     // Expired by my clock: try to steal it.
                     Ok(expiry) if expiry < now => {
-                        let mine = (now + cfg.ttl as Millis).to_string();
+                        let mine = (now.saturating_add(cfg.ttl_ms())).to_string();
                         *step = 2;
                         *seen = Some(value);
                         *token = mine.clone();
@@ -86,7 +86,7 @@ impl Protocol for GetsetTimestamp {
                 (2, reply) => {
                     let won = matches!((&reply, seen.as_deref()), (Reply::Bulk(old), Some(s)) if old == s);
                     if won {
-                        let (token, end) = (token.clone(), *started + cfg.ttl as Millis);
+                        let (token, end) = (token.clone(), started.saturating_add(cfg.ttl_ms()));
                         self.phase.hold(token, Some(end), 1)
                     } else {
                         // Lost the race, but the GETSET already overwrote the winner's expiry.

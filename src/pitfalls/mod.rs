@@ -18,7 +18,7 @@ pub use setnx_expire::SetnxExpire;
 
 /// A driver builder for any design, the pitfalls included — for teaching, the model's
 /// counterexamples and the harness. The plain [`crate::driver::LockBuilder`] refuses the
-/// designs in this module.
+/// designs in this module. Needs the `driver` feature.
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), locklab::driver::LockError> {
@@ -31,6 +31,7 @@ pub use setnx_expire::SetnxExpire;
 /// # Ok(())
 /// # }
 /// ```
+#[cfg(feature = "driver")]
 pub fn builder(design: crate::DesignId) -> crate::driver::LockBuilder {
     crate::driver::LockBuilder::any_design(design)
 }

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use tokio::task::JoinSet;
 
-use crate::engine::{self, blocking};
+use crate::engine;
 use crate::error::ClusterError;
 use crate::node::{Node, NodeSpec, Role, CLUSTER_LABEL};
+use crate::owner::{self, Owner};
 use crate::preflight;
 
 /// How long [`ClusterBuilder::start`] waits for every replica's link.
@@ -22,7 +23,6 @@ pub struct ClusterBuilder {
     masters: usize,
     replicas: usize,
     clock_control: bool,
-    extra_args: Vec<String>,
 }
 
 impl Default for ClusterBuilder {
@@ -31,7 +31,6 @@ impl Default for ClusterBuilder {
             masters: 1,
             replicas: 0,
             clock_control: false,
-            extra_args: Vec::new(),
         }
     }
 }
@@ -58,18 +57,8 @@ impl ClusterBuilder {
         self
     }
 
-    /// Extra `redis-server` arguments for every node, after the standard ones
-    /// (`--protected-mode no --save "" --appendonly no --repl-diskless-sync-delay 0`).
-    pub fn redis_args<I, S>(mut self, args: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.extra_args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Runs [`crate::preflight`], creates the network (if replicas > 0), starts
+    /// Runs [`crate::preflight`], removes the containers and networks of gone
+    /// locklab processes ([`crate::reap`]), creates the network (if replicas > 0), starts
     /// the masters, then the replicas (`--replicaof <master> 6379`), and
     /// returns when every node answers PING and every replica's link is up.
     /// On error (or if this future is dropped) everything started is removed.
@@ -79,7 +68,10 @@ impl ClusterBuilder {
                 "a cluster needs at least one master".into(),
             ));
         }
-        let pre = blocking(preflight::preflight).await?;
+        let pre = preflight::check().await?;
+        // what killed runs left behind goes first (never a live process's)
+        owner::reap_gone_owners().await?;
+        let owner = Owner::current();
         let id = new_cluster_id();
         let network = (self.replicas > 0).then(|| id.clone());
         // From here on `cluster` owns whatever exists: dropping it (error,
@@ -92,18 +84,16 @@ impl ClusterBuilder {
             torn_down: false,
         };
         if let Some(net) = &network {
-            let (net, id) = (net.clone(), id.clone());
-            blocking(move || {
-                engine::engine()?.network_create(&net, &[(CLUSTER_LABEL, id.as_str())])
-            })
-            .await?;
+            let mut labels = owner.as_ref().map(Owner::labels).unwrap_or_default();
+            labels.insert(CLUSTER_LABEL.to_string(), id.clone());
+            engine::engine().await?.network_create(net, labels).await?;
         }
         let spec = Arc::new(NodeSpec {
             image: pre.image,
             cluster_id: id,
             network,
             clock_control: self.clock_control,
-            extra_args: self.extra_args,
+            owner,
         });
 
         let masters = start_all(
@@ -184,10 +174,11 @@ fn new_cluster_id() -> String {
 /// Dropping the cluster removes its containers, then its network: also when
 /// a test fails or panics (drop runs during unwinding) and when
 /// [`ClusterBuilder::start`] fails. Removal is synchronous: when `drop`
-/// returns, they are gone. It needs no particular runtime (outside one, a
-/// temporary runtime is used). Killed processes (SIGKILL) leave containers
-/// behind; they carry the label `org.locklab.cluster=<id>`. On SIGINT/SIGTERM
-/// testcontainers' watchdog removes the containers (not the network).
+/// returns, they are gone. It needs no runtime: the removal runs on a thread
+/// and runtime of its own. A process killed before it can drop the cluster
+/// (SIGKILL, or SIGINT/SIGTERM without a handler) leaves them behind, labelled
+/// with its pid and start time: the next cluster start of any locklab process
+/// on the machine, or `locklab clean`, removes them ([`crate::reap`]).
 #[derive(Debug)]
 pub struct Cluster {
     id: String,
@@ -225,11 +216,6 @@ impl Cluster {
         &self.masters[i]
     }
 
-    /// The replicas started for master `i` (empty without replicas).
-    pub fn replicas_of(&self, i: usize) -> &[Node] {
-        self.replicas.get(i).map(Vec::as_slice).unwrap_or(&[])
-    }
-
     /// Replica `j` of master `i`. Panics if out of range.
     pub fn replica(&self, i: usize, j: usize) -> &Node {
         &self.replicas[i][j]
@@ -259,18 +245,16 @@ impl Cluster {
     /// (Dropping does the same, silently.)
     pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         self.torn_down = true;
-        let nodes = self.take_nodes();
-        let id = self.id.clone();
+        drop(self.take_nodes());
         let network = self.network.take();
-        for node in nodes {
-            node.remove().await;
-        }
-        blocking(move || sweep(&id, network.as_deref())).await
+        sweep(&self.id, network.as_deref()).await
     }
 
+    /// The nodes, disowned: the sweep by label removes their containers.
     fn take_nodes(&mut self) -> Vec<Node> {
         let mut nodes: Vec<Node> = self.replicas.drain(..).flatten().collect();
         nodes.append(&mut self.masters);
+        nodes.iter_mut().for_each(Node::disown);
         nodes
     }
 }
@@ -281,41 +265,10 @@ impl Drop for Cluster {
             return;
         }
         self.torn_down = true;
-        let nodes = self.take_nodes();
+        drop(self.take_nodes());
         let network = self.network.take();
-        teardown(nodes, &self.id, network.as_deref());
-    }
-}
-
-/// Drops the nodes (testcontainers removes each container, synchronously),
-/// then removes whatever still carries the cluster label, then the network.
-fn teardown(nodes: Vec<Node>, id: &str, network: Option<&str>) {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            drop(nodes);
-            tokio::task::block_in_place(|| {
-                let _ = sweep(id, network);
-            });
-        }
-        Ok(_) => {
-            drop(nodes);
-            let _ = sweep(id, network);
-        }
-        Err(_) => {
-            // testcontainers' drop needs a runtime context
-            match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => {
-                    let _guard = rt.enter();
-                    drop(nodes);
-                }
-                Err(_) => std::mem::forget(nodes), // the sweep below removes them
-            }
-            let _ = sweep(id, network);
-        }
+        let id = &self.id;
+        let _ = engine::block_on(sweep(id, network.as_deref()));
     }
 }
 
@@ -323,21 +276,27 @@ fn teardown(nodes: Vec<Node>, id: &str, network: Option<&str>) {
 /// `org.locklab.cluster=<cluster_id>`: empty after a cluster is dropped.
 /// Returns (container ids, network names).
 pub fn remaining_resources(cluster_id: &str) -> Result<(Vec<String>, Vec<String>), ClusterError> {
-    let engine = engine::engine()?;
-    Ok((
-        engine.containers_with_label(CLUSTER_LABEL, cluster_id)?,
-        engine.networks_with_label(CLUSTER_LABEL, cluster_id)?,
-    ))
+    let filter = [format!("{CLUSTER_LABEL}={cluster_id}")];
+    engine::block_on(async {
+        let engine = engine::engine().await?;
+        let containers = engine.containers_with_labels(&filter).await?;
+        let networks = engine.networks_with_labels(&filter).await?;
+        Ok((
+            containers.into_iter().filter_map(|c| c.id).collect(),
+            networks.into_iter().filter_map(|n| n.name).collect(),
+        ))
+    })
 }
 
 /// Removes every container labelled with the cluster id, then the network.
-fn sweep(id: &str, network: Option<&str>) -> Result<(), ClusterError> {
-    let engine = engine::engine()?;
+async fn sweep(id: &str, network: Option<&str>) -> Result<(), ClusterError> {
+    let engine = engine::engine().await?;
     let mut first_err = None;
-    match engine.containers_with_label(CLUSTER_LABEL, id) {
-        Ok(ids) => {
-            for c in ids {
-                if let Err(e) = engine.container_remove(&c) {
+    let filter = [format!("{CLUSTER_LABEL}={id}")];
+    match engine.containers_with_labels(&filter).await {
+        Ok(containers) => {
+            for c in containers.into_iter().filter_map(|c| c.id) {
+                if let Err(e) = engine.container_remove(&c).await {
                     first_err.get_or_insert(e);
                 }
             }
@@ -348,13 +307,13 @@ fn sweep(id: &str, network: Option<&str>) -> Result<(), ClusterError> {
     }
     if let Some(net) = network {
         // an endpoint can take a moment to go after its container
-        let mut result = engine.network_remove(net);
+        let mut result = engine.network_remove(net).await;
         for _ in 0..10 {
             if result.is_ok() {
                 break;
             }
-            std::thread::sleep(Duration::from_millis(100));
-            result = engine.network_remove(net);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            result = engine.network_remove(net).await;
         }
         if let Err(e) = result {
             first_err.get_or_insert(e);

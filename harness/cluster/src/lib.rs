@@ -17,33 +17,43 @@
 //!
 //! - Image: `LOCKLAB_REDIS_IMAGE` (default `locklab/redis:local`, built
 //!   offline by `bash harness/redis-image/build.sh`); never pulled.
-//! - Containers are started with testcontainers (`GenericImage`) with
-//!   `--protected-mode no --save "" --appendonly no --repl-diskless-sync-delay 0`,
+//! - Docker: bollard, through testcontainers' re-export, at the engine's own
+//!   API version (older engines, such as Docker 20.10 with API 1.41, refuse
+//!   bollard's newer default). Containers run `redis-server`
+//!   with `--protected-mode no --save "" --appendonly no --repl-diskless-sync-delay 0`,
 //!   port 6379 published on 127.0.0.1 only (random host port).
+//! - Redis: the crate's own commands (PING, INFO, REPLICAOF, and
+//!   [`Node::command`]) go through redis-rs, one fresh connection each.
 //! - With replicas, the cluster has its own Docker network (named by the
 //!   cluster id) for replication; each node is also on the default bridge,
 //!   which carries its published port, so cutting the cluster network never
 //!   cuts the harness off a node.
 //! - Faults ([`Node`]): pause/unpause (`docker pause`), stop, kill, restart
 //!   (empty), network disconnect/connect, promote, clock jumps.
-//! - Cleanup: see [`Cluster`].
-//! - Old Docker engines: see the `shim` module docs (API-version shim).
+//! - Cleanup: see [`Cluster`]. Every container and network carries the owning
+//!   process (pid, start time, boot id, pid namespace, host name) and the label
+//!   `org.locklab.managed=true`; [`reap`] removes those of processes that no
+//!   longer exist (a run killed with SIGKILL), never another program's or a
+//!   running process's. Every [`ClusterBuilder::start`] runs it first;
+//!   `locklab clean` runs it on demand.
 
 mod cluster;
 mod engine;
 mod error;
 mod image;
 mod node;
+mod owner;
 mod preflight;
-mod resp;
-mod shim;
 
 pub use cluster::{remaining_resources, Cluster, ClusterBuilder};
 pub use error::{ClusterError, BUILD_COMMAND};
 pub use image::{image, ImageRef, DEFAULT_IMAGE, IMAGE_ENV};
 pub use node::{Node, Role, CLUSTER_LABEL, COMMAND_TIMEOUT, NODE_LABEL, REDIS_ARGS, REDIS_PORT};
+pub use owner::{
+    reap, Owner, Reaped, MANAGED_LABEL, OWNER_BOOT_LABEL, OWNER_HOST_LABEL, OWNER_PIDNS_LABEL,
+    OWNER_PID_LABEL, OWNER_START_LABEL,
+};
 pub use preflight::{preflight, Preflight};
-pub use resp::RespValue;
 
 #[cfg(test)]
 mod tests {

@@ -6,15 +6,16 @@ use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use testcontainers::bollard::models::{HostConfig, PortBinding};
-use testcontainers::core::IntoContainerPort;
-use testcontainers::runners::AsyncRunner;
-use testcontainers::{ContainerAsync, GenericImage, ImageExt};
+use redis::aio::ConnectionLike;
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisConnectionInfo, Value,
+};
+use testcontainers::bollard::models::{ContainerCreateBody, HostConfig, PortBinding};
 
-use crate::engine::{self, blocking};
+use crate::engine;
 use crate::error::ClusterError;
 use crate::image::ImageRef;
-use crate::resp::{self, CallError, RespValue};
+use crate::owner::Owner;
 
 /// Redis' port inside every container.
 pub const REDIS_PORT: u16 = 6379;
@@ -60,7 +61,8 @@ pub(crate) struct NodeSpec {
     pub cluster_id: String,
     pub network: Option<String>,
     pub clock_control: bool,
-    pub extra_args: Vec<String>,
+    /// This process, named on every container (see [`crate::reap`]).
+    pub owner: Option<Owner>,
 }
 
 /// One Redis server in a container.
@@ -76,7 +78,9 @@ pub struct Node {
     port: AtomicU16,
     id: Mutex<String>,
     on_network: AtomicBool,
-    container: tokio::sync::Mutex<Option<ContainerAsync<GenericImage>>>,
+    /// The id of the container this node owns (`None` once removed or handed
+    /// to the cluster's sweep); the lock also orders faults and restarts.
+    container: tokio::sync::Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Node {
@@ -98,8 +102,7 @@ impl Node {
         role: Role,
     ) -> Result<Node, ClusterError> {
         let name = format!("{}-{}", spec.cluster_id, short);
-        let (container, port) = start_container(&spec, &name, &short, &role, None).await?;
-        let id = container.id().to_string();
+        let (id, port) = start_container(&spec, &name, &short, &role, None).await?;
         Ok(Node {
             short,
             name,
@@ -107,14 +110,9 @@ impl Node {
             spec,
             role: Mutex::new(role),
             port: AtomicU16::new(port),
-            id: Mutex::new(id),
-            container: tokio::sync::Mutex::new(Some(container)),
+            id: Mutex::new(id.clone()),
+            container: tokio::sync::Mutex::new(Some(id)),
         })
-    }
-
-    /// Short name in the cluster: `m0`, `m1`, `m0r0` (replica 0 of master 0).
-    pub fn short_name(&self) -> &str {
-        &self.short
     }
 
     /// Container name; also the node's host name on the cluster network.
@@ -153,21 +151,19 @@ impl Node {
         self.on_network.load(Ordering::SeqCst)
     }
 
-    /// Removes the container now (used by [`crate::Cluster::shutdown`]).
-    pub(crate) async fn remove(self) {
-        if let Some(c) = self.container.into_inner() {
-            let id = c.id().to_string();
-            if c.rm().await.is_err() {
-                let _ = blocking(move || engine::engine()?.container_remove(&id)).await;
-            }
-        }
+    /// Leaves the container to the caller, who removes it (the cluster's
+    /// sweep removes all of its containers at once): dropping the node then
+    /// removes nothing.
+    pub(crate) fn disown(&mut self) {
+        self.container.get_mut().take();
     }
 
     // ------------------------------------------------------------ talking to Redis
 
-    /// Sends one command on a fresh connection; waits at most [`COMMAND_TIMEOUT`].
-    /// A Redis error reply is returned as `Ok(RespValue::Error(..))`.
-    pub async fn command(&self, args: &[&str]) -> Result<RespValue, ClusterError> {
+    /// Sends one command on a fresh connection (redis-rs, nothing else sent on
+    /// it); waits at most [`COMMAND_TIMEOUT`]. A Redis error reply is returned
+    /// as `Ok(Value::ServerError(..))`.
+    pub async fn command(&self, args: &[&str]) -> Result<Value, ClusterError> {
         self.command_with_timeout(args, COMMAND_TIMEOUT).await
     }
 
@@ -177,52 +173,49 @@ impl Node {
         &self,
         args: &[&str],
         timeout: Duration,
-    ) -> Result<RespValue, ClusterError> {
-        resp::call(self.addr(), args, timeout)
-            .await
-            .map_err(|e| match e {
-                CallError::Timeout => ClusterError::Timeout {
-                    what: format!("{} on {}", args.join(" "), self.name),
-                    after: timeout,
-                },
-                e => ClusterError::redis(&self.name, format!("{}: {e}", args.join(" "))),
-            })
+    ) -> Result<Value, ClusterError> {
+        call(self.addr(), args, timeout).await.map_err(|e| match e {
+            None => ClusterError::Timeout {
+                what: format!("{} on {}", args.join(" "), self.name),
+                after: timeout,
+            },
+            Some(e) => ClusterError::redis(&self.name, format!("{}: {e}", args.join(" "))),
+        })
     }
 
-    /// Like [`Node::command`], but a Redis error reply is an `Err`.
-    async fn command_ok(&self, args: &[&str]) -> Result<RespValue, ClusterError> {
-        match self.command(args).await? {
-            RespValue::Error(e) => Err(ClusterError::redis(
-                &self.name,
-                format!("{}: {e}", args.join(" ")),
-            )),
-            v => Ok(v),
-        }
+    /// Like [`Node::command`], but a Redis error reply is an `Err` and the
+    /// reply is converted to `T`.
+    pub async fn query<T: redis::FromRedisValue>(&self, args: &[&str]) -> Result<T, ClusterError> {
+        let what = |e: &dyn std::fmt::Display| format!("{}: {e}", args.join(" "));
+        let reply = self.command(args).await?;
+        let reply = reply
+            .extract_error()
+            .map_err(|e| ClusterError::redis(&self.name, what(&e)))?;
+        redis::from_redis_value(reply).map_err(|e| ClusterError::redis(&self.name, what(&e)))
     }
 
     /// PING, expecting PONG.
     pub async fn ping(&self) -> Result<(), ClusterError> {
-        match self.command_ok(&["PING"]).await? {
-            RespValue::Simple(s) if s == "PONG" => Ok(()),
-            v => Err(ClusterError::redis(
+        let pong: String = self.query(&["PING"]).await?;
+        if pong == "PONG" {
+            Ok(())
+        } else {
+            Err(ClusterError::redis(
                 &self.name,
-                format!("PING answered {v:?}"),
-            )),
+                format!("PING answered {pong:?}"),
+            ))
         }
     }
 
     /// `INFO section` as text.
     pub async fn info(&self, section: &str) -> Result<String, ClusterError> {
-        let v = self.command_ok(&["INFO", section]).await?;
-        v.as_text().ok_or_else(|| {
-            ClusterError::redis(&self.name, format!("INFO {section} answered {v:?}"))
-        })
+        self.query(&["INFO", section]).await
     }
 
     /// One `field:value` of `INFO replication` (e.g. `role`, `master_link_status`).
     pub async fn replication_field(&self, field: &str) -> Result<Option<String>, ClusterError> {
-        let info = self.info("replication").await?;
-        Ok(resp::info_field(&info, field).map(str::to_string))
+        let info: redis::InfoDict = self.query(&["INFO", "replication"]).await?;
+        Ok(info.get(field))
     }
 
     /// Waits until this replica reports `master_link_status:up`.
@@ -249,11 +242,11 @@ impl Node {
     async fn with_container<T>(
         &self,
         what: &str,
-        f: impl AsyncFnOnce(&ContainerAsync<GenericImage>) -> Result<T, ClusterError>,
+        f: impl AsyncFnOnce(&engine::Engine, &str) -> Result<T, ClusterError>,
     ) -> Result<T, ClusterError> {
         let slot = self.container.lock().await;
-        match slot.as_ref() {
-            Some(c) => f(c).await,
+        match slot.as_deref() {
+            Some(id) => f(&engine::engine().await?, id).await,
             None => Err(ClusterError::Unsupported(format!(
                 "{what} {}: the node has no container (a restart failed?)",
                 self.name
@@ -264,27 +257,27 @@ impl Node {
     /// `docker pause`: freezes every process of the container (SIGSTOP-like,
     /// via the cgroup freezer). Connections stay open; commands get no reply.
     pub async fn pause(&self) -> Result<(), ClusterError> {
-        self.with_container("pause", async |c| Ok(c.pause().await?))
+        self.with_container("pause", async |e, id| e.container_pause(id).await)
             .await
     }
 
     /// `docker unpause`.
     pub async fn unpause(&self) -> Result<(), ClusterError> {
-        self.with_container("unpause", async |c| Ok(c.unpause().await?))
+        self.with_container("unpause", async |e, id| e.container_unpause(id).await)
             .await
     }
 
     /// `docker stop`: SIGTERM (Redis shuts down, saving nothing), SIGKILL
     /// after 10 s. The node stays down until [`Node::restart`].
     pub async fn stop(&self) -> Result<(), ClusterError> {
-        self.with_container("stop", async |c| Ok(c.stop_with_timeout(Some(10)).await?))
+        self.with_container("stop", async |e, id| e.container_stop(id, 10).await)
             .await
     }
 
     /// `docker kill`: SIGKILL, a crash. The node stays down until [`Node::restart`].
     pub async fn kill(&self) -> Result<(), ClusterError> {
         let id = self.container_id();
-        blocking(move || engine::engine()?.container_kill(&id, "KILL")).await
+        engine::engine().await?.container_kill(&id).await
     }
 
     /// Restarts the node *empty*: the container is removed and a new one is
@@ -299,16 +292,9 @@ impl Node {
     /// cluster network even if the old one had been disconnected.
     pub async fn restart(&self) -> Result<(), ClusterError> {
         let mut slot = self.container.lock().await;
-        let old_id = self.container_id();
-        if let Some(c) = slot.take() {
-            if let Err(e) = c.rm().await {
-                // fall back to the engine; the old ContainerAsync is gone already
-                blocking(move || engine::engine()?.container_remove(&old_id))
-                    .await
-                    .map_err(|e2| {
-                        ClusterError::docker("restart: remove old container", format!("{e}; {e2}"))
-                    })?;
-            }
+        if let Some(old_id) = slot.as_deref() {
+            engine::engine().await?.container_remove(old_id).await?;
+            *slot = None;
         }
         let role = self.role();
         let old_port = self.host_port();
@@ -318,12 +304,12 @@ impl Node {
                 Ok(x) => x,
                 Err(_) => start_container(&self.spec, &self.name, &self.short, &role, None).await?,
             };
-        let (container, port) = started;
-        *self.id.lock().unwrap_or_else(|e| e.into_inner()) = container.id().to_string();
+        let (id, port) = started;
+        *self.id.lock().unwrap_or_else(|e| e.into_inner()) = id.clone();
         self.port.store(port, Ordering::SeqCst);
         self.on_network
             .store(self.spec.network.is_some(), Ordering::SeqCst);
-        *slot = Some(container);
+        *slot = Some(id);
         Ok(())
     }
 
@@ -343,7 +329,10 @@ impl Node {
     pub async fn disconnect_from_network(&self) -> Result<(), ClusterError> {
         let net = self.network("disconnect")?;
         let id = self.container_id();
-        blocking(move || engine::engine()?.network_disconnect(&net, &id)).await?;
+        engine::engine()
+            .await?
+            .network_disconnect(&net, &id)
+            .await?;
         self.on_network.store(false, Ordering::SeqCst);
         Ok(())
     }
@@ -354,14 +343,14 @@ impl Node {
     pub async fn connect_to_network(&self) -> Result<(), ClusterError> {
         let net = self.network("connect")?;
         let id = self.container_id();
-        blocking(move || engine::engine()?.network_connect(&net, &id)).await?;
+        engine::engine().await?.network_connect(&net, &id).await?;
         self.on_network.store(true, Ordering::SeqCst);
         Ok(())
     }
 
     /// `REPLICAOF NO ONE`: the node becomes a master, keeping its data.
     pub async fn promote(&self) -> Result<(), ClusterError> {
-        self.command_ok(&["REPLICAOF", "NO", "ONE"]).await?;
+        self.query::<()>(&["REPLICAOF", "NO", "ONE"]).await?;
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Master;
         Ok(())
     }
@@ -371,7 +360,7 @@ impl Node {
     pub async fn replicate_from(&self, master: &Node) -> Result<(), ClusterError> {
         self.network("replicate")?;
         let port = REDIS_PORT.to_string();
-        self.command_ok(&["REPLICAOF", master.name(), &port])
+        self.query::<()>(&["REPLICAOF", master.name(), &port])
             .await?;
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Replica {
             of: master.name().to_string(),
@@ -393,14 +382,14 @@ impl Node {
         }
         let id = self.container_id();
         let content = format!("{offset_ms}ms\n");
-        blocking(move || {
-            engine::engine()?.put_file(&id, CLOCK_FILE_DIR, CLOCK_FILE_NAME, content.as_bytes())
-        })
-        .await
+        engine::engine()
+            .await?
+            .put_file(&id, CLOCK_FILE_DIR, CLOCK_FILE_NAME, content.as_bytes())
+            .await
     }
 }
 
-/// Creates and starts one Redis container; returns it with its host port once
+/// Creates and starts one Redis container; returns its id and host port once
 /// Redis answers PING. On failure nothing is left behind.
 async fn start_container(
     spec: &NodeSpec,
@@ -408,13 +397,13 @@ async fn start_container(
     short: &str,
     role: &Role,
     host_port: Option<u16>,
-) -> Result<(ContainerAsync<GenericImage>, u16), ClusterError> {
+) -> Result<(String, u16), ClusterError> {
     let result = try_start_container(spec, name, short, role, host_port).await;
     if result.is_err() {
-        // A container created by a start that failed later is not owned by
-        // any ContainerAsync: remove it by name.
-        let name = name.to_string();
-        let _ = blocking(move || engine::engine()?.container_remove(&name)).await;
+        // created (or half-started) under this name: remove it by name
+        if let Ok(engine) = engine::engine().await {
+            let _ = engine.container_remove(name).await;
+        }
     }
     result
 }
@@ -425,7 +414,7 @@ async fn try_start_container(
     short: &str,
     role: &Role,
     host_port: Option<u16>,
-) -> Result<(ContainerAsync<GenericImage>, u16), ClusterError> {
+) -> Result<(String, u16), ClusterError> {
     let mut args: Vec<String> = REDIS_ARGS.iter().map(|s| s.to_string()).collect();
     if let Role::Replica { of } = role {
         args.extend([
@@ -434,80 +423,107 @@ async fn try_start_container(
             REDIS_PORT.to_string(),
         ]);
     }
-    args.extend(spec.extra_args.iter().cloned());
 
-    let binding_port = host_port.map(|p| p.to_string()).unwrap_or_default();
-    let mut request = GenericImage::new(spec.image.name.as_str(), spec.image.tag.as_str())
-        .with_exposed_port(REDIS_PORT.tcp())
-        .with_cmd(args)
-        .with_container_name(name)
-        .with_label(CLUSTER_LABEL, spec.cluster_id.as_str())
-        .with_label(NODE_LABEL, short)
-        .with_startup_timeout(READY_TIMEOUT)
-        .with_host_config_modifier(move |hc: &mut HostConfig| {
-            // publish 6379 on 127.0.0.1 only (testcontainers would use 0.0.0.0)
-            hc.publish_all_ports = Some(false);
-            hc.port_bindings = Some(HashMap::from([(
-                format!("{REDIS_PORT}/tcp"),
+    let mut labels = spec.owner.as_ref().map(Owner::labels).unwrap_or_default();
+    labels.insert(CLUSTER_LABEL.to_string(), spec.cluster_id.clone());
+    labels.insert(NODE_LABEL.to_string(), short.to_string());
+    let env = spec.clock_control.then(|| {
+        vec![
+            format!("LD_PRELOAD={CLOCKSHIFT_LIB}"),
+            format!("LOCKLAB_CLOCK_FILE={CLOCK_FILE_DIR}/{CLOCK_FILE_NAME}"),
+        ]
+    });
+    let port_key = format!("{REDIS_PORT}/tcp");
+    let body = ContainerCreateBody {
+        image: Some(spec.image.to_string()),
+        cmd: Some(args),
+        env,
+        labels: Some(labels),
+        exposed_ports: Some(vec![port_key.clone()]),
+        host_config: Some(HostConfig {
+            // publish 6379 on 127.0.0.1 only, on the given port or a random one
+            port_bindings: Some(HashMap::from([(
+                port_key,
                 Some(vec![PortBinding {
                     host_ip: Some("127.0.0.1".to_string()),
-                    host_port: Some(binding_port.clone()),
+                    host_port: Some(host_port.map(|p| p.to_string()).unwrap_or_default()),
                 }]),
-            )]));
-        });
-    if let Some(net) = &spec.network {
-        request = request.with_network(net.as_str());
+            )])),
+            network_mode: spec.network.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let engine = engine::engine().await?;
+    let id = engine.container_run(name, body).await?;
+    if spec.network.is_some() {
+        // The cluster network carries replication; the default bridge carries
+        // the published port, so that cutting the cluster network leaves the
+        // node reachable from the host. (Docker moves port publishing to the
+        // bridge endpoint when it joins.)
+        engine.network_connect("bridge", &id).await?;
     }
-    if spec.clock_control {
-        request = request
-            .with_env_var("LD_PRELOAD", CLOCKSHIFT_LIB)
-            .with_env_var(
-                "LOCKLAB_CLOCK_FILE",
-                format!("{CLOCK_FILE_DIR}/{CLOCK_FILE_NAME}"),
-            );
+    if spec.clock_control && !engine.path_exists(&id, CLOCKSHIFT_LIB).await? {
+        return Err(ClusterError::Unsupported(format!(
+            "clock control: image {} has no {CLOCKSHIFT_LIB}; use the image built by `{}`",
+            spec.image,
+            crate::error::BUILD_COMMAND
+        )));
     }
-    let container = request.start().await?;
-    let id = container.id().to_string();
-
-    let with_network = spec.network.is_some();
-    let clock_control = spec.clock_control;
-    let image = spec.image.to_string();
-    let port = blocking(move || -> Result<u16, ClusterError> {
-        let engine = engine::engine()?;
-        if with_network {
-            // The cluster network carries replication; the default bridge
-            // carries the published port, so that cutting the cluster network
-            // leaves the node reachable from the host. (Docker moves port
-            // publishing to the bridge endpoint when it joins.)
-            engine.network_connect("bridge", &id)?;
-        }
-        if clock_control && !engine.path_exists(&id, CLOCKSHIFT_LIB)? {
-            return Err(ClusterError::Unsupported(format!(
-                "clock control: image {image} has no {CLOCKSHIFT_LIB}; use the image built by `{}`",
-                crate::error::BUILD_COMMAND
-            )));
-        }
-        engine.published_port(&id, REDIS_PORT)?.ok_or_else(|| {
+    let port = engine
+        .published_port(&id, REDIS_PORT)
+        .await?
+        .ok_or_else(|| {
             ClusterError::docker(
                 format!("publish port of {id}"),
                 "no 127.0.0.1 binding for 6379/tcp",
             )
-        })
-    })
-    .await?;
-
+        })?;
     wait_ready(name, port).await?;
-    Ok((container, port))
+    Ok((id, port))
+}
+
+/// Sends one command on a fresh connection within `timeout`: `Err(None)` when
+/// the time ran out, `Err(Some(e))` when the connection failed.
+async fn call(
+    addr: SocketAddr,
+    args: &[&str],
+    timeout: Duration,
+) -> Result<Value, Option<redis::RedisError>> {
+    let work = async {
+        let info = ConnectionAddr::Tcp(addr.ip().to_string(), addr.port())
+            .into_connection_info()?
+            .set_redis_settings(RedisConnectionInfo::default().set_skip_set_lib_name());
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout));
+        let mut con = redis::Client::open(info)?
+            .get_multiplexed_async_connection_with_config(&config)
+            .await?;
+        let mut cmd = redis::cmd(args.first().copied().unwrap_or_default());
+        for a in args.iter().skip(1) {
+            cmd.arg(*a);
+        }
+        // the raw reply: an error reply stays a value (`Value::ServerError`)
+        con.req_packed_command(&cmd).await
+    };
+    match tokio::time::timeout(timeout, work).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if e.is_timeout() => Err(None),
+        Ok(Err(e)) => Err(Some(e)),
+        Err(_) => Err(None),
+    }
 }
 
 async fn wait_ready(name: &str, port: u16) -> Result<(), ClusterError> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {
-        let last = match resp::call(addr, &["PING"], Duration::from_secs(1)).await {
-            Ok(RespValue::Simple(s)) if s == "PONG" => return Ok(()),
+        let last = match call(addr, &["PING"], Duration::from_secs(1)).await {
+            Ok(Value::SimpleString(s)) if s == "PONG" => return Ok(()),
             Ok(v) => format!("{v:?}"),
-            Err(e) => e.to_string(),
+            Err(None) => "no reply in time".to_string(),
+            Err(Some(e)) => e.to_string(),
         };
         if Instant::now() >= deadline {
             return Err(ClusterError::Timeout {
@@ -516,5 +532,17 @@ async fn wait_ready(name: &str, port: u16) -> Result<(), ClusterError> {
             });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+impl Drop for Node {
+    /// A node dropped on its own (a cluster start that failed half-way)
+    /// removes its container; a cluster's nodes are disowned and swept.
+    fn drop(&mut self) {
+        if let Some(id) = self.container.get_mut().take() {
+            let _ = engine::block_on(
+                async move { engine::engine().await?.container_remove(&id).await },
+            );
+        }
     }
 }

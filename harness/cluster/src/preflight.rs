@@ -1,13 +1,8 @@
 //! Checks that containers can be started, before starting anything.
 
-use std::time::Duration;
-
-use serde_json::Value;
-
-use crate::engine::{self, Endpoint};
+use crate::engine;
 use crate::error::ClusterError;
 use crate::image::{image, ImageRef};
-use crate::shim;
 
 /// What [`preflight`] found.
 #[derive(Debug, Clone)]
@@ -20,74 +15,51 @@ pub struct Preflight {
     pub engine_version: String,
     /// Newest Docker API the engine speaks, e.g. `1.41`.
     pub api_version: String,
-    /// Whether testcontainers goes through the API-version shim (engine API
-    /// older than testcontainers' client; see the `shim` module).
-    pub api_shim: bool,
+    /// The API version the client speaks to it: the engine's, or bollard's
+    /// own (`bollard::API_DEFAULT_VERSION`) when the engine is newer.
+    pub client_api_version: String,
 }
 
 /// Checks, without starting anything, that a cluster can start: the image
 /// name parses, the Docker engine answers, and the image exists locally.
-/// Blocking (two short local requests); call it from `spawn_blocking` in
-/// async code if that matters. [`crate::ClusterBuilder::start`] calls it too.
+/// Blocking (two short local requests, on a thread of their own); it may be
+/// called from async code. [`crate::ClusterBuilder::start`] does the same.
 ///
 /// Errors: [`ClusterError::NoDocker`] ("no Docker engine: ..."),
 /// [`ClusterError::ImageMissing`] (says to run
 /// `bash harness/redis-image/build.sh`), [`ClusterError::InvalidImage`]; all
 /// satisfy [`ClusterError::is_environment`] (a CLI exits 2).
-///
-/// When the engine is older than testcontainers' Docker client it also starts
-/// the API shim and points this process's `DOCKER_HOST` at it.
 pub fn preflight() -> Result<Preflight, ClusterError> {
+    engine::block_on(check())
+}
+
+/// [`preflight`] in async code.
+pub(crate) async fn check() -> Result<Preflight, ClusterError> {
     let image = image()?;
-    let engine = engine::engine()?;
-    let endpoint = engine.endpoint.clone();
-    let r = engine
-        .request("GET", "/version", None, Some(Duration::from_secs(10)))
-        .map_err(|e| {
-            let hint = match &endpoint {
-                Endpoint::Unix(p) if !p.exists() => {
-                    " (no such socket: is Docker installed and running? set DOCKER_HOST if it listens elsewhere)"
-                }
-                _ if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                    " (permission denied: add this user to the `docker` group or run as root)"
-                }
-                _ => " (is the Docker daemon running?)",
-            };
-            ClusterError::NoDocker(format!("cannot reach {endpoint}: {e}{hint}"))
-        })?;
-    if !r.ok() {
-        return Err(ClusterError::NoDocker(format!(
-            "{endpoint} answered GET /version with HTTP {}: {}",
-            r.status,
-            r.message()
-        )));
-    }
-    let v: Value = r.json().map_err(|e| {
-        ClusterError::NoDocker(format!(
-            "{endpoint} does not look like a Docker engine: {e}"
-        ))
+    let host = engine::host();
+    let (version, client) = engine::probe(&host).await.map_err(|e| {
+        let socket = host.strip_prefix("unix://").map(std::path::Path::new);
+        let text = e.to_string();
+        let hint = match socket {
+            Some(p) if !p.exists() => {
+                " (no such socket: is Docker installed and running? set DOCKER_HOST if it listens elsewhere)"
+            }
+            _ if text.to_lowercase().contains("permission denied") => {
+                " (permission denied: add this user to the `docker` group or run as root)"
+            }
+            _ => " (is the Docker daemon running?)",
+        };
+        ClusterError::NoDocker(format!("cannot reach {host}: {text}{hint}"))
     })?;
-    let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("?").to_string();
-    let api_version = text("ApiVersion");
-    let engine_version = text("Version");
-
-    let needs_shim = match shim::parse_api_version(&api_version) {
-        Some(api) => api < shim::CLIENT_API,
-        None => false,
-    };
-    if needs_shim {
-        shim::ensure(&endpoint).map_err(ClusterError::NoDocker)?;
-    }
-
     let name = image.to_string();
-    if !engine.image_exists(&name)? {
+    if !engine::engine().await?.image_exists(&name).await? {
         return Err(ClusterError::ImageMissing { image: name });
     }
     Ok(Preflight {
         image,
-        engine: endpoint.to_string(),
-        engine_version,
-        api_version,
-        api_shim: shim::active(),
+        engine: host,
+        engine_version: version.version.unwrap_or_else(|| "?".to_string()),
+        api_version: version.api_version.unwrap_or_else(|| "?".to_string()),
+        client_api_version: format!("{}.{}", client.major_version, client.minor_version),
     })
 }

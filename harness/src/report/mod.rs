@@ -1,33 +1,25 @@
-//! `locklab report`: model-check the scenarios and regenerate the gallery.
-//!
-//! Writes, under `--out` (default `reports/`):
-//! - `traces/<scenario>.<property>.json`, exactly as `check` writes them;
-//! - `index.html` and `index.md`: the verdict matrix (designs × properties, each cell a
-//!   colour *and* a symbol, expected against found) and the list of scenarios;
-//! - `scenarios/<name>.html` and `.md`: the pitfall in plain words with the seed-article
-//!   pattern it comes from, the settings, the verdicts, and per violated property the
-//!   counterexample as an SVG sequence diagram (inline in HTML; `<name>.<property>.svg`
-//!   beside the Markdown), the real replay timeline when `replays/<name>.<property>.json`
-//!   exists, and the fix.
+//! The gallery's pages, built from the verdicts of a check (`locklab report` writes
+//! them): the verdict matrix of the index, and per scenario the pitfall in plain words
+//! with the seed-article pattern it comes from, the settings, the verdicts, and per
+//! violated property the counterexample as an SVG sequence diagram, the real replay
+//! timeline when `replays/<name>.<property>.json` exists, and the fix. [`html`] and
+//! [`markdown`] render them.
 //!
 //! Pages depend only on the scenarios, the model and the replay files: no timestamps,
-//! no timings, no state counts, so regenerating changes nothing. `replays/` and
-//! `bench*.md` are never written here.
+//! no timings, no state counts, so regenerating changes nothing.
 
-mod html;
-mod markdown;
+pub mod html;
+pub mod markdown;
 pub mod replay;
 
-use std::fs;
 use std::path::Path;
 
 use locklab_model::scenario::{Expectation, Property, Scenario};
 
-use crate::check::{self, search_options, Found, ScenarioOutcome, Status};
-use crate::cli::ReportArgs;
 use crate::fix::{self, Fix};
 use crate::pitfall::{self, Pattern};
 use crate::sequence;
+use crate::verdict::{Found, ScenarioOutcome, Status};
 use crate::Failure;
 
 /// One property's verdict on a page or in the matrix.
@@ -60,6 +52,7 @@ impl Verdict {
             Status::Match => t.push_str(" (as expected)"),
             Status::Mismatch => t.push_str(&format!(" — MISMATCH: expected {}", self.expected)),
             Status::Error => t.push_str(" — ERROR: no client completed"),
+            Status::Unproven => t.push_str(" — UNPROVEN: random walks only"),
         }
         t
     }
@@ -171,7 +164,8 @@ fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
+/// The page of one checked scenario; `reports` holds the replay files.
+pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
     let name = o.name().to_string();
     let mut counterexamples = Vec::new();
     for p in &o.properties {
@@ -209,47 +203,6 @@ fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
         counterexamples,
         error: o.error(),
     })
-}
-
-/// `locklab report`: returns the exit status (as `check`: 1 when a verdict differs
-/// from its expectation; the pages are written either way).
-pub fn run(args: &ReportArgs) -> Result<i32, Failure> {
-    let mut scenarios = check::load(&args.paths)?;
-    // Design order, then name: the matrix groups the designs.
-    scenarios.sort_by(|a, b| (a.design, &a.name).cmp(&(b.design, &b.name)));
-    let options = search_options(&args.search);
-    let outcomes = check::check_all(&scenarios, &options, &args.out)?;
-    let pages = outcomes
-        .iter()
-        .map(|o| page(o, &args.out))
-        .collect::<Result<Vec<_>, _>>()?;
-    write(&args.out, &pages)?;
-    eprintln!(
-        "wrote {} and {} scenario pages",
-        args.out.join("index.html").display(),
-        pages.len()
-    );
-    Ok(check::exit_code(&outcomes))
-}
-
-/// Writes the index and the pages; the scenario directory is rebuilt from scratch so
-/// that a removed scenario leaves no page behind.
-fn write(out: &Path, pages: &[Page]) -> Result<(), Failure> {
-    let dir = out.join("scenarios");
-    if dir.exists() {
-        fs::remove_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot remove", e))?;
-    }
-    check::write_file(&out.join("index.html"), &html::index(pages))?;
-    check::write_file(&out.join("index.md"), &markdown::index(pages))?;
-    for p in pages {
-        let name = &p.scenario.name;
-        check::write_file(&dir.join(format!("{name}.html")), &html::page(p))?;
-        check::write_file(&dir.join(format!("{name}.md")), &markdown::page(p))?;
-        for c in &p.counterexamples {
-            check::write_file(&dir.join(&c.svg_file), &c.svg)?;
-        }
-    }
-    Ok(())
 }
 
 /// The matrix rows: one per scenario, grouped by design.

@@ -9,8 +9,10 @@
 //!   ([`Event::Displaced`]; "holds" as in the model: from the start of an acquire
 //!   attempt until the attempt fails, the client finishes, or crashes).
 //! - `no_orphaned_lock`: no live node ever showed the lock key without an expiry while
-//!   the client that wrote it had crashed (not judged for getset-timestamp, whose
-//!   expiry is in the value, which every client honours).
+//!   no live client believed it held it (the client that wrote it crashed, or its
+//!   attempt failed or it finished, e.g. after a timeout on a command that ran), as
+//!   `LockModel::orphaned` (not judged for getset-timestamp, whose expiry is in the
+//!   value, which every client honours).
 //! - `resource_safety`: after every accepted stock write, stock = initial − accepted
 //!   writes (no lost update); a rejected stale write never changes the stock.
 
@@ -124,17 +126,23 @@ pub fn check(history: &History) -> Verdicts {
             }
             Event::KeyObserved {
                 node,
-                owner: Some(owner),
+                owner,
                 pttl_ms: -1,
-            } if crashed.contains(owner) && history.design != DesignId::GetsetTimestamp => {
+            } if !owner.is_some_and(|o| holding.contains(&o))
+                && history.design != DesignId::GetsetTimestamp =>
+            {
+                let whose = match owner {
+                    Some(o) if crashed.contains(o) => format!("the lock of crashed {}", name(*o)),
+                    Some(o) => format!(
+                        "the lock of {}, which no longer believes it holds it,",
+                        name(*o)
+                    ),
+                    None => "a lock nobody wrote".to_string(),
+                };
                 report(
                     Property::NoOrphanedLock,
                     ms,
-                    format!(
-                        "node{} holds the lock of crashed {} with no expiry",
-                        node + 1,
-                        name(*owner)
-                    ),
+                    format!("node{} holds {whose} with no expiry", node + 1),
                 );
             }
             Event::StockWrite {

@@ -7,9 +7,11 @@
 //! (each running the design's sans-IO `LockMachine` from `src/` on real connections
 //! through its own [`proxy::LinkProxy`] per master), and executes model actions for
 //! real with [`Run::step`]: an acquire runs the machine and queues its requests, a
-//! delivery sends the request to Redis (the reply is held while the client is paused),
-//! a tick lets `tick_ms` of real time pass, a fault happens to a container, a proxy or a
-//! clock. Everything is recorded in a [`history::History`] that [`checker::check`]
+//! delivery sends the request to Redis and keeps the reply for the reply step (the
+//! model's reply leg: `Receive` hands it to the machine; a crashed client's request is
+//! still sent, its reply read by nobody; a lost reply is withheld and the machine sees a
+//! timeout, [`LOST_REPLY_EMULATION`]), a tick lets `tick_ms` of real time pass, a fault
+//! happens to a container, a proxy or a clock. Everything is recorded in a [`history::History`] that [`checker::check`]
 //! judges for the model's four properties, and in a printable [`TimelineEntry`] list.
 //!
 //! Time: TTLs are `ttl × tick_ms` real milliseconds on the Redis servers. A tick lasts
@@ -33,13 +35,19 @@ use std::time::{Duration, Instant};
 
 use locklab::resource::Stock;
 use locklab::{Command, LockConfig, Millis, NoAnswer, Reply};
-use locklab_cluster::{ClusterError, RespValue};
-use locklab_model::model::{Action, LockModel, Op, INITIAL_STOCK};
+use locklab_cluster::ClusterError;
+use locklab_model::model::{Action, LockModel, INITIAL_STOCK};
 use locklab_model::scenario::Scenario;
 
-use client::{Change, Client, Phase, LINK_TIMEOUTS};
+use client::{Change, Client, Phase, Program, LINK_TIMEOUTS};
 use history::{Event, History};
 use nemesis::Nemesis;
+
+/// The name of the lost-reply emulation, as reports show it: the command really ran
+/// on Redis, the engine read its reply and withholds it from the client, whose lock
+/// machine sees the timeout a dropped connection would give.
+pub const LOST_REPLY_EMULATION: &str =
+    "lost reply: the command ran on Redis; the harness read its reply and withholds it, so the client's lock machine sees a timeout";
 
 /// Why a run could not go on.
 #[derive(Debug, thiserror::Error)]
@@ -107,7 +115,8 @@ struct Expiry {
 /// The real lock configuration of a scenario: the model's, with times in milliseconds.
 pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     let mut cfg = LockModel::new(scenario).cfg;
-    cfg.ttl = scenario.timing.ttl as u64 * tick_ms;
+    cfg.ttl = u64::from(scenario.timing.ttl) * tick_ms;
+    cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
     // WAIT must not outlast a tick: the model answers it within one step.
     cfg.wait_timeout_ms = (tick_ms / 5).max(5);
     cfg
@@ -118,7 +127,7 @@ pub struct Run {
     scenario: Scenario,
     cfg: LockConfig,
     tick_ms: u64,
-    program: Vec<Op>,
+    program: Program,
     nemesis: Nemesis,
     clients: Vec<Client>,
     stock: Stock,
@@ -166,9 +175,16 @@ fn inapplicable(step: usize, action: Action, why: &str) -> RunError {
 }
 
 impl Run {
+    /// `tick_ms` as a signed ms count (it is at most `MAX_TICK_MS`, checked at start).
+    fn tick_ms_i64(&self) -> Millis {
+        Millis::try_from(self.tick_ms).expect("tick_ms is at most MAX_TICK_MS")
+    }
+
     /// Start the containers and the clients of `scenario`. Nothing is left behind on error.
     pub async fn start(scenario: &Scenario, options: RunOptions) -> Result<Run, RunError> {
-        let tick_ms = options.tick_ms.max(1);
+        let tick_ms = options
+            .tick_ms
+            .clamp(1, locklab_model::scenario::MAX_TICK_MS);
         let cfg = lock_config(scenario, tick_ms);
         let model = LockModel::new(scenario);
         let masters = scenario.topology.masters as usize;
@@ -178,13 +194,15 @@ impl Run {
             masters,
             replicas,
             n_clients,
-            scenario.faults.clock_jumps > 0,
+            scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
         )
         .await?;
         let mut clients = Vec::new();
         for c in 0..n_clients {
             let urls: Vec<String> = (0..masters).map(|m| nemesis.link(c, m).url()).collect();
-            let client = Client::new(c, &cfg, &urls, scenario.clients.attempts)
+            let attempts = u8::try_from(scenario.clients.attempts)
+                .map_err(|_| RunError::Client("more attempts than the model counts".into()))?;
+            let client = Client::new(c, &cfg, &urls, attempts)
                 .map_err(|e| RunError::Client(e.to_string()))?;
             clients.push(client);
         }
@@ -194,7 +212,7 @@ impl Run {
             scenario: scenario.clone(),
             cfg,
             tick_ms,
-            program: model.program().to_vec(),
+            program: model.client_program().clone(),
             nemesis,
             clients,
             stock: Stock::new(INITIAL_STOCK, scenario.fencing),
@@ -280,12 +298,19 @@ impl Run {
 
     /// Client `c`'s clock reading: the run's tick clock plus its offset.
     fn clock(&self, c: usize) -> Millis {
-        self.tick as Millis * self.tick_ms as Millis + self.clients[c].clock_offset
+        Millis::from(self.tick) * self.tick_ms_i64() + self.clients[c].clock_offset
     }
 
-    fn serving(&self) -> Vec<usize> {
+    /// The node each master slot's requests go to (node numbers as the model's, which fit
+    /// a `u8`): for client `c`, the one it reaches (during a split brain, the old master
+    /// until it learns the new one).
+    fn serving(&self, c: Option<usize>) -> Vec<u8> {
         (0..self.scenario.topology.masters as usize)
-            .map(|m| self.nemesis.serving(m))
+            .map(|m| match c {
+                Some(c) => self.nemesis.route(c, m),
+                None => self.nemesis.serving(m),
+            })
+            .map(|n| u8::try_from(n).expect("node numbers fit a u8"))
             .collect()
     }
 
@@ -304,6 +329,7 @@ impl Run {
                 );
             }
             Change::AcquireFailed(outcome) => {
+                let outcome = format!("{outcome:?}");
                 self.record(Event::AcquireFailed {
                     client: c,
                     outcome: outcome.clone(),
@@ -320,7 +346,7 @@ impl Run {
                 }
             }
             Change::Extended => self.line(client_name(c), "lease extended".into(), None),
-            Change::None => {}
+            Change::RenewFailed | Change::None => {}
         }
     }
 
@@ -329,7 +355,7 @@ impl Run {
     pub async fn step(&mut self, action: Action) -> Result<(), RunError> {
         self.steps += 1;
         let step = self.steps;
-        let serving = self.serving();
+        let serving = self.serving(action.client().map(usize::from));
         match action {
             Action::Tick => self.next_tick().await,
             Action::Acquire(c) => {
@@ -338,12 +364,17 @@ impl Run {
                 let token = format!("t{}", self.next_token);
                 let now = self.clock(c);
                 let cl = &mut self.clients[c];
-                if cl.phase != Phase::Idle {
-                    return Err(inapplicable(step, action, "the client is not idle"));
-                }
-                cl.attempts = cl.attempts.saturating_sub(1);
-                cl.phase = Phase::Acquiring;
-                let s = cl.machine.acquire(&self.cfg, now, &token);
+                let s = self
+                    .program
+                    .acquire(
+                        &mut cl.phase,
+                        &mut cl.attempts,
+                        &mut cl.machine,
+                        &self.cfg,
+                        now,
+                        &token,
+                    )
+                    .ok_or_else(|| inapplicable(step, action, "the client is not idle"))?;
                 let change = cl.apply(s, &serving, &self.program);
                 self.record(Event::AcquireStart {
                     client: c,
@@ -360,29 +391,28 @@ impl Run {
                 let f = self.clients[c].flights[m]
                     .clone()
                     .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
-                let answer = f
+                let reply = f
                     .held
                     .ok_or_else(|| inapplicable(step, action, "no reply is held"))?;
-                let shown = answer
-                    .as_ref()
-                    .map_or("no answer".into(), |r| r.to_string());
+                let shown = reply.to_string();
+                let node = usize::from(f.node);
                 self.record(Event::Receive {
                     client: c,
-                    node: f.node,
+                    node,
                     reply: shown.clone(),
                 });
                 self.line(
                     client_name(c),
                     format!(
-                        "receives the held reply to {} from {}",
+                        "receives the reply to {} from {}",
                         f.command,
-                        node_name(f.node)
+                        node_name(node)
                     ),
                     Some(shown),
                 );
                 let now = self.clock(c);
                 let change =
-                    self.clients[c].answer(&self.cfg, m, answer, now, &serving, &self.program);
+                    self.clients[c].answer(&self.cfg, m, Ok(reply), now, &serving, &self.program);
                 self.changed(c, change);
             }
             Action::Renew(c) => {
@@ -444,11 +474,37 @@ impl Run {
                 self.record(Event::Fault { what: what.clone() });
                 self.line("nemesis".into(), format!("FAULT failover: {what}"), None);
             }
+            Action::SplitBrain(m, r) => {
+                let (m, r) = (m as usize, r as usize);
+                if r >= self.nemesis.nodes() || m >= serving.len() {
+                    return Err(inapplicable(step, action, "no such node"));
+                }
+                let what = self.nemesis.split_brain(m, r).await?;
+                self.record(Event::Fault { what: what.clone() });
+                self.line("nemesis".into(), format!("FAULT split brain: {what}"), None);
+            }
+            Action::Redirect(c, m) => {
+                let (c, m) = (c as usize, m as usize);
+                let what = self
+                    .nemesis
+                    .redirect(c, m)
+                    .ok_or_else(|| inapplicable(step, action, "no split brain on this slot"))?;
+                let url = self.nemesis.link(c, m).url();
+                self.clients[c]
+                    .reconnect(m, &url)
+                    .map_err(|e| RunError::Client(e.to_string()))?;
+                self.record(Event::Fault { what: what.clone() });
+                self.line(client_name(c), what, None);
+            }
             Action::Restart(n) => {
                 let n = n as usize;
                 let what = self.nemesis.restart(n).await?;
                 self.owner[n] = None;
-                for (m, _) in serving.iter().enumerate().filter(|(_, &s)| s == n) {
+                for (m, _) in serving
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &s)| usize::from(s) == n)
+                {
                     self.reconnect_slot(m)?;
                 }
                 self.record(Event::Fault { what: what.clone() });
@@ -462,7 +518,7 @@ impl Run {
                 self.line("nemesis".into(), format!("{tag}: {what}"), None);
             }
             Action::NodeClockJump(n) => {
-                let jump = self.scenario.timing.clock_jump as i64 * self.tick_ms as i64;
+                let jump = i64::from(self.scenario.timing.clock_jump) * self.tick_ms_i64();
                 let what = self.nemesis.clock_jump(n as usize, jump).await?;
                 self.emulation(nemesis::NODE_CLOCK_EMULATION);
                 self.record(Event::Fault { what: what.clone() });
@@ -472,9 +528,34 @@ impl Run {
                     None,
                 );
             }
+            Action::LoseReply(c, m) => {
+                let (c, m) = (c as usize, m as usize);
+                let reply = self.clients[c].flights[m]
+                    .as_ref()
+                    .and_then(|f| f.held.clone())
+                    .ok_or_else(|| inapplicable(step, action, "no executed command's reply"))?;
+                self.record(Event::Fault {
+                    what: format!("reply master{} -> {} lost", m + 1, client_name(c)),
+                });
+                self.reply_lost(c, m, reply);
+            }
+            Action::NodeDrift(n) => {
+                // A fast clock, emulated as a sequence of one-tick steps of libclockshift.
+                let what = self
+                    .nemesis
+                    .clock_jump(n as usize, self.tick_ms_i64())
+                    .await?;
+                self.emulation(nemesis::NODE_DRIFT_EMULATION);
+                self.record(Event::Fault { what: what.clone() });
+                self.line(
+                    "nemesis".into(),
+                    format!("clock drift (emulated): {what}"),
+                    None,
+                );
+            }
             Action::ClientClockJump(c) => {
                 let c = c as usize;
-                let jump = self.scenario.timing.clock_jump as i64 * self.tick_ms as i64;
+                let jump = i64::from(self.scenario.timing.clock_jump) * self.tick_ms_i64();
                 self.clients[c].clock_offset += jump;
                 self.emulation(nemesis::CLIENT_CLOCK_EMULATION);
                 let what = format!("{} clock +{jump} ms", client_name(c));
@@ -519,6 +600,8 @@ impl Run {
     }
 
     /// Deliver (or time out) the request of client `c` on slot `m`: really send it.
+    /// Redis' reply is kept for the reply step ([`Action::Receive`]), as the model's
+    /// reply leg; a timeout of a command already executed discards its reply.
     async fn deliver(
         &mut self,
         step: usize,
@@ -526,15 +609,23 @@ impl Run {
         c: usize,
         m: usize,
     ) -> Result<(), RunError> {
-        let serving = self.serving();
+        let serving = self.serving(Some(c));
         let f = self.clients[c].flights[m]
             .clone()
             .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
-        if f.held.is_some() {
-            return Err(inapplicable(step, action, "the reply is already held"));
+        if let Some(reply) = &f.held {
+            if !matches!(action, Action::Timeout(..)) {
+                return Err(inapplicable(
+                    step,
+                    action,
+                    "the request was already executed",
+                ));
+            }
+            self.reply_lost(c, m, reply.clone());
+            return Ok(());
         }
-        let node = f.node;
-        let answer: Result<Reply, String> = if node == serving[m] {
+        let node = usize::from(f.node);
+        let answer: Result<Reply, String> = if f.node == serving[m] {
             self.clients[c]
                 .send(m)
                 .await
@@ -550,7 +641,7 @@ impl Run {
             }
         };
         if let Ok(reply) = &answer {
-            self.track_owner(c, node, &f.command, reply);
+            self.track_owner(c, m, node, &f.command, reply);
         }
         let paused = self.clients[c].gate.is_paused();
         let (reply, error) = match &answer {
@@ -571,10 +662,16 @@ impl Run {
         }
         let shown = reply.or(error.map(|e| format!("no answer: {e}")));
         self.line(client_name(c), event, shown);
+        if self.clients[c].phase == Phase::Crashed {
+            // The sender is gone: nobody reads the reply.
+            self.clients[c].flights[m] = None;
+            return Ok(());
+        }
         let answer = answer.map_err(|_| NoAnswer);
-        if paused && answer.is_ok() {
+        if let (Action::Deliver(..), Ok(reply)) = (action, &answer) {
+            // The reply's own leg: the client reads it at the reply step.
             if let Some(fl) = self.clients[c].flights[m].as_mut() {
-                fl.held = Some(answer);
+                fl.held = Some(reply.clone());
             }
             return Ok(());
         }
@@ -584,11 +681,38 @@ impl Run {
         Ok(())
     }
 
+    /// The reply to an executed command of client `c` on slot `m` never reaches it: its
+    /// timeout fires. The engine had already read the reply from Redis (the command
+    /// really ran) and discards it ([`LOST_REPLY_EMULATION`]).
+    fn reply_lost(&mut self, c: usize, m: usize, reply: Reply) {
+        self.emulation(LOST_REPLY_EMULATION);
+        self.line(
+            client_name(c),
+            format!("the reply from master{} is lost: timeout", m + 1),
+            Some(format!("discarded: {reply}")),
+        );
+        let serving = self.serving(Some(c));
+        let now = self.clock(c);
+        let change =
+            self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+        self.changed(c, change);
+    }
+
+    /// Whether client `c`'s machine takes the lock on `reply` to its request on slot `m`
+    /// (asked of a copy, before the client itself sees the reply).
+    fn wins_with(&self, c: usize, m: usize, reply: &Reply) -> bool {
+        self.clients[c]
+            .machine
+            .acquires_with(&self.cfg, m, reply, self.clock(c))
+    }
+
     /// Keep the ghost owner of the lock entry on `node` from a command's reply, and
     /// record a displacement: the reply says the command removed the entry (`DEL` → 1,
     /// compare-and-delete → 1, reentrant unlock at zero → 1) or overwrote it (`GETSET`
-    /// → the old value); the ghost says whose entry it was.
-    fn track_owner(&mut self, c: usize, node: usize, command: &Command, reply: &Reply) {
+    /// → the old value, unless the client's machine wins the lock with that reply: the
+    /// winning steal is getset-timestamp's acquire, not a release); the ghost says whose
+    /// entry it was.
+    fn track_owner(&mut self, c: usize, m: usize, node: usize, command: &Command, reply: &Reply) {
         use locklab::Script;
         if !command.keys().contains(&self.cfg.key.as_str()) {
             return;
@@ -601,7 +725,9 @@ impl Run {
             }
             _ => false,
         };
-        let overwrote = matches!(command, Command::GetSet { .. }) && *reply != Reply::Nil;
+        let overwrote = matches!(command, Command::GetSet { .. })
+            && *reply != Reply::Nil
+            && !self.wins_with(c, m, reply);
         let created = match command {
             Command::SetNx { .. } => *reply == Reply::Int(1),
             Command::SetNxPx { .. } => *reply == Reply::Ok,
@@ -636,66 +762,62 @@ impl Run {
 
     /// A step of the critical-section program: read or write the stock, release, re-enter.
     fn program_step(&mut self, step: usize, action: Action, c: usize) -> Result<(), RunError> {
-        let Phase::Critical { pc, read } = self.clients[c].phase.clone() else {
+        let due = match self.clients[c].phase {
+            Phase::Critical { pc, .. } => self.program.op(pc),
+            _ => None,
+        };
+        if due.is_none() || due != action.op() {
             return Err(inapplicable(
                 step,
                 action,
                 "the client is not in its critical section",
             ));
-        };
+        }
         let fence = self.clients[c].fence;
-        let serving = self.serving();
+        let serving = self.serving(Some(c));
         match action {
-            Action::Read(_) => match self.stock.read(fence) {
-                Ok(v) => {
-                    self.clients[c].phase = Phase::Critical {
-                        pc: pc + 1,
-                        read: Some(v),
-                    };
-                    self.record(Event::StockRead {
-                        client: c,
-                        token: fence,
-                        value: Some(v),
-                    });
-                    self.line(client_name(c), "reads stock".into(), Some(v.to_string()));
+            Action::Read(_) => {
+                let read = self.stock.read(fence);
+                self.program
+                    .on_read(&mut self.clients[c].phase, read)
+                    .ok_or_else(|| inapplicable(step, action, "no read is due"))?;
+                match read {
+                    Ok(v) => {
+                        self.record(Event::StockRead {
+                            client: c,
+                            token: fence,
+                            value: Some(v),
+                        });
+                        self.line(client_name(c), "reads stock".into(), Some(v.to_string()));
+                    }
+                    Err(rej) => {
+                        self.record(Event::StockRead {
+                            client: c,
+                            token: fence,
+                            value: None,
+                        });
+                        self.record(Event::Leave { client: c });
+                        self.line(
+                            client_name(c),
+                            format!("reads stock with token {}", rej.token),
+                            Some(format!("rejected: newest token is {}", rej.newest)),
+                        );
+                    }
                 }
-                Err(rej) => {
-                    let release = self
-                        .program
-                        .iter()
-                        .rposition(|o| *o == Op::Release)
-                        .unwrap_or(pc);
-                    self.clients[c].phase = Phase::Critical {
-                        pc: release,
-                        read: None,
-                    };
-                    self.record(Event::StockRead {
-                        client: c,
-                        token: fence,
-                        value: None,
-                    });
-                    self.record(Event::Leave { client: c });
-                    self.line(
-                        client_name(c),
-                        format!("reads stock with token {}", rej.token),
-                        Some(format!("rejected: newest token is {}", rej.newest)),
-                    );
-                }
-            },
+            }
             Action::Write(_) => {
-                let read = read.ok_or_else(|| {
-                    inapplicable(step, action, "the client has not read the stock")
-                })?;
-                let result = self.stock.write(fence, read - 1);
+                let value = self
+                    .program
+                    .on_write(&mut self.clients[c].phase)
+                    .ok_or_else(|| {
+                        inapplicable(step, action, "the client has not read the stock")
+                    })?;
+                let result = self.stock.write(fence, value);
                 let stock = self.stock.value;
-                self.clients[c].phase = Phase::Critical {
-                    pc: pc + 1,
-                    read: Some(read),
-                };
                 self.record(Event::StockWrite {
                     client: c,
                     token: fence,
-                    value: read - 1,
+                    value,
                     accepted: result.is_ok(),
                     stock,
                 });
@@ -706,23 +828,26 @@ impl Run {
                 };
                 self.line(
                     client_name(c),
-                    format!("writes stock {}: leaves critical section", read - 1),
+                    format!("writes stock {value}: leaves critical section"),
                     Some(reply),
                 );
             }
             _ => {
                 let now = self.clock(c);
-                self.clients[c].phase = Phase::Waiting { pc, read };
-                let s = if let Action::Reenter(_) = action {
+                let reenter = matches!(action, Action::Reenter(_));
+                if reenter {
                     self.next_token += 1;
-                    let token = format!("t{}", self.next_token);
                     self.line(client_name(c), "re-enters the lock".into(), None);
-                    self.clients[c].machine.acquire(&self.cfg, now, &token)
                 } else {
                     self.record(Event::ReleaseStart { client: c });
                     self.line(client_name(c), "releases".into(), None);
-                    self.clients[c].machine.release(&self.cfg, now)
-                };
+                }
+                let token = format!("t{}", self.next_token);
+                let cl = &mut self.clients[c];
+                let s = self
+                    .program
+                    .request(&mut cl.phase, &mut cl.machine, &self.cfg, now, || token)
+                    .ok_or_else(|| inapplicable(step, action, "no release or re-entry is due"))?;
                 let change = self.clients[c].apply(s, &serving, &self.program);
                 self.changed(c, change);
             }
@@ -743,7 +868,7 @@ impl Run {
                 continue;
             };
             let pttl = match v {
-                RespValue::Int(i) => i,
+                redis::Value::Int(i) => i,
                 _ => -2,
             };
             if pttl == -2 {
@@ -751,9 +876,14 @@ impl Run {
                 self.seen[n] = None;
                 continue;
             }
-            self.expiry[n] = (pttl >= 0).then(|| Expiry {
-                tick: self.tick + ((pttl as f64) / self.tick_ms as f64).round().max(0.0) as u32,
-                at: at + Duration::from_millis(pttl as u64),
+            // The remaining ttl in ticks, rounded to the nearest tick.
+            let tick_ms = self.tick_ms_i64();
+            let ticks =
+                u32::try_from(pttl.saturating_add(tick_ms / 2) / tick_ms).unwrap_or(u32::MAX);
+            let tick = self.tick.saturating_add(ticks);
+            self.expiry[n] = u64::try_from(pttl).ok().map(|ms| Expiry {
+                tick,
+                at: at + Duration::from_millis(ms),
             });
             let state = (self.owner[n], pttl >= 0);
             if self.seen[n] != Some(state) || pttl == -1 {

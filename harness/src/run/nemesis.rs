@@ -9,9 +9,20 @@
 //!   acknowledged everything, disconnect again; this takes a few hundred ms of real
 //!   time). A `docker pause` would not do: the master's writes wait in the frozen
 //!   replica's socket buffer and are applied the moment it runs again;
-//! - failover: the master is `docker kill`ed, the replica that missed the latest writes
-//!   is promoted with `REPLICAOF NO ONE`, and every client's link to that master slot
-//!   is pointed at it (clients reconnect);
+//! - failover: the master is `docker kill`ed, the replica the model chose (it may have
+//!   missed the latest writes) is promoted with `REPLICAOF NO ONE`, the slot's other
+//!   replicas get `REPLICAOF <promoted>` as Sentinel would send it, and every client's
+//!   link to that master slot is pointed at the promoted node (clients reconnect). The
+//!   re-pointed replicas stay off the network until their next catch-up, where they
+//!   resync from the promoted node (a full resync when they are ahead of it: they drop
+//!   what it lacks), so they lag exactly as long as the model lets them;
+//! - split brain: the master stays up and the model's replica is promoted (back on the
+//!   network, the slot's other replicas re-pointed to it) while every client's link proxy
+//!   still leads to the old master: the clients are on its side of the partition. A
+//!   client that learns the new master ([`Nemesis::redirect`]) has its proxy pointed at
+//!   the promoted node and reaches only that one. The old master is cut off from the
+//!   replicas by the lag emulation already (they are off the network, or follow the
+//!   promoted node);
 //! - restart: the container is removed and created again, empty (no persistence);
 //! - partition: the link's [`LinkProxy`] cuts it (and heal opens it again);
 //! - node clock jump: libclockshift in the container steps the node's wall clock, which
@@ -28,6 +39,9 @@ use super::proxy::{LinkProxy, LinkState};
 /// The name of the node clock-jump emulation, as reports show it.
 pub const NODE_CLOCK_EMULATION: &str =
     "node clock jump: libclockshift (LD_PRELOAD) steps the wall clock Redis reads for TIME and key expiry";
+/// The name of the node clock-drift emulation, as reports show it.
+pub const NODE_DRIFT_EMULATION: &str =
+    "node clock drift: a clock that runs fast, emulated as one-tick steps of the wall clock Redis reads (libclockshift, LD_PRELOAD)";
 /// The name of the client clock-jump emulation, as reports show it.
 pub const CLIENT_CLOCK_EMULATION: &str =
     "client clock jump: the harness shifts the clock reading it gives the client's lock machine";
@@ -50,6 +64,8 @@ pub struct Nemesis {
     clock_offset: Vec<i64>,
     /// Per client, per master slot: the link proxy.
     links: Vec<Vec<LinkProxy>>,
+    /// The split brain in effect: (slot, old master, clients that learnt the new one).
+    split: Option<(usize, usize, Vec<bool>)>,
 }
 
 impl std::fmt::Debug for Nemesis {
@@ -87,6 +103,7 @@ impl Nemesis {
             cut_off: vec![false; nodes],
             clock_offset: vec![0; nodes],
             links: Vec::new(),
+            split: None,
         };
         for node in masters..nodes {
             n.node(node).disconnect_from_network().await?;
@@ -133,6 +150,15 @@ impl Nemesis {
     /// The physical node serving master slot `m`.
     pub fn serving(&self, m: usize) -> usize {
         self.serving[m]
+    }
+
+    /// The node client `c` reaches for master slot `m`: the serving one, or during a
+    /// split brain the old master until the client learns the new one.
+    pub fn route(&self, c: usize, m: usize) -> usize {
+        match &self.split {
+            Some((slot, old, moved)) if *slot == m && !moved[c] => *old,
+            _ => self.serving[m],
+        }
     }
 
     /// Whether node `n` is up.
@@ -183,30 +209,93 @@ impl Nemesis {
             n + 1,
             master + 1,
             match acks {
-                locklab_cluster::RespValue::Int(i) => i.to_string(),
+                redis::Value::Int(i) => i.to_string(),
                 other => format!("{other:?}"),
             }
         ))
     }
 
     /// Master slot `m` fails over to replica `r`: the master is killed, the replica
-    /// (cut off, so it missed the latest writes) is promoted, and every client link of
-    /// the slot now leads to it.
+    /// (cut off, so it may have missed the latest writes) is promoted, the slot's other
+    /// live replicas follow it, and every client link of the slot now leads to it.
     pub async fn failover(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
         let old = self.serving[m];
         self.node(old).kill().await?;
         self.alive[old] = false;
-        self.node(r).promote().await?;
-        self.serving[m] = r;
+        let repointed = self.promote(m, r).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
         }
         Ok(format!(
-            "docker kill node{}; REPLICAOF NO ONE on node{}; clients reconnect to it",
+            "docker kill node{}; REPLICAOF NO ONE on node{}{repointed}; clients reconnect to it",
             old + 1,
             r + 1
         ))
+    }
+
+    /// Split brain on slot `m`: replica `r` is promoted while the old master stays up
+    /// and every client's proxy still leads to it.
+    pub async fn split_brain(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        let old = self.serving[m];
+        let repointed = self.promote(m, r).await?;
+        self.split = Some((m, old, vec![false; self.links.len()]));
+        Ok(format!(
+            "node{} stays up and keeps every client; REPLICAOF NO ONE on node{}{repointed}",
+            old + 1,
+            r + 1
+        ))
+    }
+
+    /// During a split brain on slot `m`, client `c` learns the new master: its proxy now
+    /// leads to the promoted node (and no longer to the old one). `None` when slot `m`
+    /// has no split brain.
+    pub fn redirect(&mut self, c: usize, m: usize) -> Option<String> {
+        let (slot, _, moved) = self.split.as_mut()?;
+        if *slot != m {
+            return None;
+        }
+        moved[c] = true;
+        let new = self.serving[m];
+        self.links[c][m].set_upstream(self.addr(new));
+        Some(format!(
+            "learns the new master{} from Sentinel: proxy 127.0.0.1:{} now leads to node{}",
+            m + 1,
+            self.links[c][m].addr().port(),
+            new + 1
+        ))
+    }
+
+    /// Replica `r` becomes the master of slot `m`: `REPLICAOF NO ONE`, back on the
+    /// cluster network (its replicas resync from it there), and the slot's other
+    /// replicas follow it. Returns what was done to the other replicas.
+    async fn promote(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        self.node(r).promote().await?;
+        if self.cut_off[r] {
+            self.node(r).connect_to_network().await?;
+            self.cut_off[r] = false;
+        }
+        self.serving[m] = r;
+        self.repoint_replicas(m, r).await
+    }
+
+    /// The live replicas of slot `m` other than `r` get `REPLICAOF <r>`. Sent on the
+    /// published port, so it works while they are off the cluster network; they sync at
+    /// their next [`Nemesis::replicate`].
+    async fn repoint_replicas(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        let mut names = Vec::new();
+        for n in self.masters..self.nodes() {
+            if n == r || !self.alive[n] || self.master_of(n) != Some(m) {
+                continue;
+            }
+            self.node(n).replicate_from(self.node(r)).await?;
+            names.push(format!("node{}", n + 1));
+        }
+        Ok(if names.is_empty() {
+            String::new()
+        } else {
+            format!("; REPLICAOF node{} on {}", r + 1, names.join(", "))
+        })
     }
 
     /// Node `n` restarts empty (new container, no persistence).
@@ -216,9 +305,9 @@ impl Nemesis {
         self.cut_off[n] = false;
         self.clock_offset[n] = 0;
         let up = self.addr(n);
-        for row in &self.links {
+        for (c, row) in self.links.iter().enumerate() {
             for (m, link) in row.iter().enumerate() {
-                if self.serving[m] == n {
+                if self.route(c, m) == n {
                     link.set_upstream(up);
                 }
             }

@@ -11,6 +11,7 @@ pub mod text;
 
 use std::collections::HashMap;
 
+use locklab_model::model::Action;
 use locklab_model::trace::{KeyState, Snapshot, Trace, TraceStep};
 use serde_json::Value as Json;
 
@@ -159,8 +160,10 @@ fn skew_of(s: &Snapshot) -> Vec<String> {
 pub fn build(trace: &Trace) -> Sequence {
     let clients = trace.initial.client_clocks.len();
     let nodes = trace.initial.node_clocks.len();
-    let masters = scenario_u64(trace, "topology", "masters").unwrap_or(1) as usize;
-    let replicas = scenario_u64(trace, "topology", "replicas").unwrap_or(0) as usize;
+    let masters = scenario_u64(trace, "topology", "masters")
+        .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let replicas = scenario_u64(trace, "topology", "replicas")
+        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
     // Nodes are masters first, then each master's replicas in turn.
     let master_of = |n: usize| (n >= masters && replicas > 0).then(|| (n - masters) / replicas);
     let mut lanes: Vec<Lane> = (0..clients)
@@ -182,11 +185,7 @@ pub fn build(trace: &Trace) -> Sequence {
     let mut flights: HashMap<(usize, usize), usize> = HashMap::new();
     let mut rows = Vec::new();
     let mut last = &trace.initial;
-    for (k, step) in trace.steps.iter().enumerate() {
-        let action = trace.actions.get(k);
-        let client = action.and_then(|a| a.client).map(usize::from);
-        let master = action.and_then(|a| a.master).map(usize::from);
-        let node = action.and_then(|a| a.node).map(usize::from);
+    for (step, &action) in trace.steps.iter().zip(&trace.actions) {
         let row = |event: Event, label: String| Row {
             step: step.step,
             clock: step.after.clock,
@@ -198,84 +197,108 @@ pub fn build(trace: &Trace) -> Sequence {
             clients: Vec::new(),
         };
         let mut out: Vec<Row> = Vec::new();
-        let c_lane = client.unwrap_or(0);
         let slot_node = |m: usize, serving: &[usize]| serving.get(m).copied().unwrap_or(m);
-        match step.kind.as_str() {
-            "Tick" => out.push(row(Event::Tick, format!("t = {}", step.after.clock))),
-            "Deliver" => {
+        let rejected = step.after.rejected > last.rejected;
+        use Action::*;
+        match action {
+            Tick => out.push(row(Event::Tick, format!("t = {}", step.after.clock))),
+            Deliver(c, _) => {
+                let c = usize::from(c);
                 let n = number(&step.actor, "node").unwrap_or(0);
                 let command = step.command.clone().unwrap_or_default();
                 let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
+                // The node executes the command; its reply travels on its own leg and
+                // reaches the client at a later `Receive` step.
                 let label = if step.held {
-                    format!("{command} → {reply} (held: {} paused)", lanes[c_lane].name)
+                    format!("{command} → {reply} (held: {} paused)", lanes[c].name)
                 } else {
-                    format!("{command} → {reply}")
+                    format!("{command} → {reply} (reply in flight)")
                 };
                 out.push(row(
                     Event::Reply {
                         from: clients + n,
-                        to: c_lane,
-                        held: step.held,
+                        to: c,
+                        held: true,
                     },
                     label,
                 ));
-                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
-            "Receive" => {
-                let m = master.unwrap_or(0);
+            Receive(c, m) => {
+                let (c, m) = (usize::from(c), usize::from(m));
                 let n = flights
-                    .get(&(c_lane, m))
+                    .get(&(c, m))
                     .copied()
                     .unwrap_or_else(|| slot_node(m, &serving));
                 let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
                 out.push(row(
                     Event::HeldReply {
                         from: clients + n,
-                        to: c_lane,
+                        to: c,
                     },
-                    format!("held reply {reply} arrives"),
+                    format!("reply {reply} arrives"),
                 ));
-                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
-            "Timeout" => {
+            Timeout(c, _) => {
+                let c = usize::from(c);
                 let command = step.command.clone().unwrap_or_default();
                 out.push(row(
-                    Event::Local { at: c_lane },
+                    Event::Local { at: c },
                     format!("{command}: no answer (timeout)"),
                 ));
-                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
-            "Read" | "Write" => {
-                let label = if step.after.rejected > last.rejected {
-                    format!("{} REJECTED: stale fencing token", step.kind.to_lowercase())
-                } else if step.kind == "Read" {
+            LoseReply(c, m) => {
+                let (c, m) = (usize::from(c), usize::from(m));
+                let n = flights
+                    .get(&(c, m))
+                    .copied()
+                    .unwrap_or_else(|| slot_node(m, &serving));
+                let command = step.command.clone().unwrap_or_default();
+                out.push(row(
+                    Event::Fault {
+                        at: vec![c, clients + n],
+                    },
+                    format!("FAULT reply to {command} lost: no answer (timeout)"),
+                ));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
+            }
+            Read(c) => {
+                let c = usize::from(c);
+                let label = if rejected {
+                    "read REJECTED: stale fencing token".to_string()
+                } else {
                     format!("read stock = {}", step.after.stock)
+                };
+                out.push(row(Event::Local { at: c }, label));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
+            }
+            Write(c) => {
+                let c = usize::from(c);
+                let label = if rejected {
+                    "write REJECTED: stale fencing token".to_string()
                 } else if step.after.stock == last.stock {
                     format!("write stock {} (unchanged)", step.after.stock)
                 } else {
                     format!("write stock {} → {}", last.stock, step.after.stock)
                 };
-                out.push(row(Event::Local { at: c_lane }, label));
-                out.extend(follow_ups(step, clients, c_lane, &mut flights, &row));
+                out.push(row(Event::Local { at: c }, label));
+                out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
-            "Acquire" | "Release" | "Renew" | "Reenter" => {
-                let what = match step.kind.as_str() {
-                    "Acquire" => "acquire",
-                    "Release" => "release",
-                    "Renew" => "watchdog renews",
-                    _ => "re-enter",
-                };
-                if step.sent.is_empty() {
-                    out.push(row(Event::Local { at: c_lane }, what.to_string()));
-                } else {
-                    let label = format!("{what}: {}", step.command.clone().unwrap_or_default());
-                    let mut r = request(step, clients, c_lane, &mut flights, &row);
-                    r.label = label;
-                    out.push(r);
-                }
-            }
-            "Replicate" => {
-                let n = node.unwrap_or(0);
+            Acquire(c) => out.push(sends(step, clients, c, "acquire", &mut flights, &row)),
+            Release(c) => out.push(sends(step, clients, c, "release", &mut flights, &row)),
+            Renew(c) => out.push(sends(
+                step,
+                clients,
+                c,
+                "watchdog renews",
+                &mut flights,
+                &row,
+            )),
+            Reenter(c) => out.push(sends(step, clients, c, "re-enter", &mut flights, &row)),
+            Replicate(n) => {
+                let n = usize::from(n);
                 let from = master_of(n).map_or(n, |m| slot_node(m, &serving));
                 out.push(row(
                     Event::Replicate {
@@ -285,60 +308,73 @@ pub fn build(trace: &Trace) -> Sequence {
                     "replicates".to_string(),
                 ));
             }
-            "Resume" => out.push(row(
-                Event::Recover { at: vec![c_lane] },
+            Resume(c) => out.push(row(
+                Event::Recover {
+                    at: vec![usize::from(c)],
+                },
                 "resumes".to_string(),
             )),
-            "Heal" => out.push(row(
+            Heal(c, m) => out.push(row(
                 Event::Recover {
-                    at: vec![c_lane, clients + slot_node(master.unwrap_or(0), &serving)],
+                    at: vec![
+                        usize::from(c),
+                        clients + slot_node(usize::from(m), &serving),
+                    ],
                 },
-                format!("link to master{} healed", master.unwrap_or(0) + 1),
+                format!("link to master{} healed", usize::from(m) + 1),
             )),
-            "Pause" => out.push(row(
-                Event::Fault { at: vec![c_lane] },
+            Pause(c) => out.push(row(
+                Event::Fault {
+                    at: vec![usize::from(c)],
+                },
                 "FAULT paused (stop-the-world)".to_string(),
             )),
-            "Crash" => out.push(row(
-                Event::Fault { at: vec![c_lane] },
+            Crash(c) => out.push(row(
+                Event::Fault {
+                    at: vec![usize::from(c)],
+                },
                 "FAULT crashes".to_string(),
             )),
-            "Failover" => {
-                let m = master.unwrap_or(0);
+            Failover(m, new) | SplitBrain(m, new) => {
+                let (m, new) = (usize::from(m), usize::from(new));
                 let old = slot_node(m, &serving);
-                let new = node.unwrap_or(old);
                 if let Some(s) = serving.get_mut(m) {
                     *s = new;
                 }
+                let fate = if matches!(action, Failover(..)) {
+                    "dies"
+                } else {
+                    "split off, still serving its side"
+                };
                 out.push(row(
                     Event::Fault {
                         at: vec![clients + old, clients + new],
                     },
                     format!(
-                        "FAULT node{} (master{}) dies, node{} promoted",
+                        "FAULT node{} (master{}) {fate}, node{} promoted",
                         old + 1,
                         m + 1,
                         new + 1
                     ),
                 ));
             }
-            "Restart" => out.push(row(
+            Restart(n) => out.push(row(
                 Event::Fault {
-                    at: vec![clients + node.unwrap_or(0)],
+                    at: vec![clients + usize::from(n)],
                 },
                 "FAULT restarts empty".to_string(),
             )),
-            "Partition" => {
-                let m = master.unwrap_or(0);
-                out.push(row(
-                    Event::Fault {
-                        at: vec![c_lane, clients + slot_node(m, &serving)],
-                    },
-                    format!("FAULT link to master{} cut", m + 1),
-                ))
-            }
-            "NodeClockJump" => {
-                let n = node.unwrap_or(0);
+            Partition(c, m) => out.push(row(
+                Event::Fault {
+                    at: vec![
+                        usize::from(c),
+                        clients + slot_node(usize::from(m), &serving),
+                    ],
+                },
+                format!("FAULT link to master{} cut", usize::from(m) + 1),
+            )),
+            NodeClockJump(n) => {
+                let n = usize::from(n);
                 let jump = step.after.node_clocks.get(n).copied().unwrap_or(0)
                     - last.node_clocks.get(n).copied().unwrap_or(0);
                 out.push(row(
@@ -348,15 +384,28 @@ pub fn build(trace: &Trace) -> Sequence {
                     format!("FAULT clock jumps +{jump}"),
                 ));
             }
-            "ClientClockJump" => {
-                let jump = step.after.client_clocks.get(c_lane).copied().unwrap_or(0)
-                    - last.client_clocks.get(c_lane).copied().unwrap_or(0);
+            NodeDrift(n) => {
+                let n = usize::from(n);
                 out.push(row(
-                    Event::Fault { at: vec![c_lane] },
+                    Event::Fault {
+                        at: vec![clients + n],
+                    },
+                    "FAULT clock runs fast (+1 tick)".to_string(),
+                ));
+            }
+            Redirect(c, m) => out.push(row(
+                Event::Local { at: usize::from(c) },
+                format!("learns the new master{} from Sentinel", usize::from(m) + 1),
+            )),
+            ClientClockJump(c) => {
+                let c = usize::from(c);
+                let jump = step.after.client_clocks.get(c).copied().unwrap_or(0)
+                    - last.client_clocks.get(c).copied().unwrap_or(0);
+                out.push(row(
+                    Event::Fault { at: vec![c] },
                     format!("FAULT clock jumps +{jump}"),
                 ));
             }
-            _ => out.push(row(Event::Local { at: c_lane }, step.action.clone())),
         }
         if let Some(r) = out.last_mut() {
             r.broken = step.broken.clone();
@@ -413,6 +462,25 @@ fn request(
     row(Event::Request { from: client, to }, label)
 }
 
+/// The row of a step that may send (acquire, release, renew, re-enter): the request,
+/// labelled with what the client does, or a local mark when nothing was sent.
+fn sends(
+    step: &TraceStep,
+    clients: usize,
+    client: u8,
+    what: &str,
+    flights: &mut HashMap<(usize, usize), usize>,
+    row: &dyn Fn(Event, String) -> Row,
+) -> Row {
+    let client = usize::from(client);
+    if step.sent.is_empty() {
+        return row(Event::Local { at: client }, what.to_string());
+    }
+    let mut r = request(step, clients, client, flights, row);
+    r.label = format!("{what}: {}", step.command.clone().unwrap_or_default());
+    r
+}
+
 /// The requests a reply (or a local step) triggers, as a second row of the same step.
 fn follow_ups(
     step: &TraceStep,
@@ -431,7 +499,7 @@ fn follow_ups(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locklab_model::model::{Action, LockModel};
+    use locklab_model::model::LockModel;
     use locklab_model::scenario::{Property, Scenario};
     use locklab_model::trace;
 
@@ -458,14 +526,21 @@ resource_safety = "violated"
 "#;
 
     /// client1 acquires and is paused before its reply arrives; the lease runs out,
-    /// client2 acquires; client1 resumes and gets its held OK: both hold.
+    /// client2 acquires and gets its reply; client1 resumes and gets its held OK: both
+    /// hold.
     pub(crate) fn pause_trace() -> Trace {
         use Action::*;
         let scenario = Scenario::parse(PAUSE, "pause.toml").unwrap();
         let model = LockModel::new(&scenario);
         let mut path = vec![Acquire(0), Pause(0), Deliver(0, 0)];
         path.extend([Tick; 4]);
-        path.extend([Acquire(1), Deliver(1, 0), Resume(0), Receive(0, 0)]);
+        path.extend([
+            Acquire(1),
+            Deliver(1, 0),
+            Receive(1, 0),
+            Resume(0),
+            Receive(0, 0),
+        ]);
         let t = trace::build(&model, Property::MutualExclusion, &path);
         assert_eq!(t.steps.len(), path.len(), "the path applies");
         t

@@ -26,12 +26,20 @@ const RECOVER: &str = "#2e7d32";
 const LOCAL: &str = "#6a1b9a";
 const MUTED: &str = "#78909c";
 
+/// A count of lanes, nodes or rows as a pixel factor (diagrams have a few dozen).
+fn px(n: usize) -> i64 {
+    i64::try_from(n).expect("diagram counts are small")
+}
+
 fn x(lane: usize) -> i64 {
-    MARGIN + LANE * lane as i64 + LANE / 2
+    MARGIN + LANE * px(lane) + LANE / 2
 }
 
 fn text_width(s: &str) -> i64 {
-    (s.chars().count() as f64 * CHAR).ceil() as i64
+    // A label's width in pixels: a few hundred at most.
+    #[allow(clippy::cast_possible_truncation)]
+    let w = (s.chars().count() as f64 * CHAR).ceil() as i64;
+    w
 }
 
 /// `<text>` with a white halo so that it stays readable across lifelines.
@@ -49,7 +57,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     let lanes = seq.lanes.len();
     let nodes = seq.nodes();
     let has_skew = seq.rows.iter().any(|r| !r.skew.is_empty());
-    let keys_x = MARGIN + LANE * lanes as i64 + 16;
+    let keys_x = MARGIN + LANE * px(lanes) + 16;
     let skew_width = if has_skew {
         seq.rows
             .iter()
@@ -61,9 +69,9 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     } else {
         0
     };
-    let width = keys_x + KEY * nodes as i64 + skew_width + 8;
-    let bands = seq.rows.iter().filter(|r| !r.broken.is_empty()).count() as i64;
-    let height = TOP + ROW * (seq.rows.len() as i64 + 1) + BAND * 2 * bands + 40;
+    let width = keys_x + KEY * px(nodes) + skew_width + 8;
+    let bands = px(seq.rows.iter().filter(|r| !r.broken.is_empty()).count());
+    let height = TOP + ROW * (px(seq.rows.len()) + 1) + BAND * 2 * bands + 40;
     let id = id.replace(|c: char| !c.is_ascii_alphanumeric(), "-");
     let head = format!("{id}-head");
     let reply_head = format!("{id}-reply");
@@ -118,7 +126,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
         r#"<text x="8" y="30" font-weight="bold">step</text><text x="8" y="45" font-size="10" fill="{MUTED}">t = clock</text>"#
     );
     for n in 0..nodes {
-        let kx = keys_x + KEY * n as i64;
+        let kx = keys_x + KEY * px(n);
         let _ = writeln!(
             out,
             r#"<text x="{kx}" y="30" font-weight="bold">lock key on {}</text><text x="{kx}" y="45" font-size="10" fill="{MUTED}">after the step</text>"#,
@@ -126,7 +134,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
         );
     }
     if has_skew {
-        let sx = keys_x + KEY * nodes as i64;
+        let sx = keys_x + KEY * px(nodes);
         let _ = writeln!(
             out,
             r#"<text x="{sx}" y="30" font-weight="bold">other clocks</text><text x="{sx}" y="45" font-size="10" fill="{MUTED}">where not = t</text>"#
@@ -259,7 +267,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                 let _ = writeln!(
                     out,
                     r#"<line x1="{MARGIN}" y1="{line_y}" x2="{}" y2="{line_y}" stroke="{MUTED}" stroke-dasharray="1 4"/>"#,
-                    MARGIN + LANE * lanes as i64
+                    MARGIN + LANE * px(lanes)
                 );
                 label(
                     &mut out,
@@ -273,7 +281,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
         }
         draw_keys(&mut out, seq, keys_x, y, &row.keys, Some(previous));
         if !row.skew.is_empty() {
-            let sx = keys_x + KEY * nodes as i64;
+            let sx = keys_x + KEY * px(nodes);
             let _ = writeln!(
                 out,
                 r#"<text x="{sx}" y="{y}" fill="{FAULT}">{}</text>"#,
@@ -374,7 +382,7 @@ fn draw_keys(
         let _ = writeln!(
             out,
             r#"<text x="{}" y="{y}" font-weight="{weight}" fill="{fill}">{}</text>"#,
-            keys_x + KEY * n as i64,
+            keys_x + KEY * px(n),
             escape(key)
         );
     }

@@ -35,9 +35,10 @@ use locklab_model::search::{replay as model_replay, SearchOptions};
 use locklab_model::trace::{self, Trace};
 use serde_json::{json, Value};
 
-use crate::check::{trace_path, write_file, Reporter};
 use crate::cli::ReplayArgs;
-use crate::explain::resolve;
+use crate::files::{trace_path, write_file};
+use crate::scenario_args::resolve;
+use crate::search::{Reporter, SearchRun};
 use crate::Failure;
 
 /// A counterexample to run: where it came from and what the model says it breaks.
@@ -126,24 +127,21 @@ fn model_violations(trace: &Trace) -> Vec<String> {
 /// have changed since `check` wrote it).
 fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
     let model = LockModel::new(scenario);
-    let Ok(actions) = trace.actions() else {
-        return false;
-    };
     trace.scenario_name() == scenario.name
-        && model_replay(&model, &actions)
+        && model_replay(&model, &trace.actions)
             .and_then(|states| states.last().cloned())
             .is_some_and(|last| !model.holds(property, &last))
 }
 
 /// The model's search for counterexamples, as `locklab check` runs it.
-fn search_counterexamples(scenario: &Scenario) -> crate::check::Run {
+fn search_counterexamples(scenario: &Scenario) -> SearchRun {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = SearchOptions {
         symmetry: true,
         threads,
         ..SearchOptions::default()
     };
-    Reporter::new().run(scenario, &options)
+    Reporter::new().search(scenario, &options)
 }
 
 /// The counterexamples of a scenario: stored traces, or the model's.
@@ -172,15 +170,15 @@ fn jobs_for_scenario(scenario: &Scenario, reports: &Path) -> Result<Vec<Job>, Fa
             "{}: computing counterexamples with the model (no stored trace for every violated property)",
             scenario.name
         );
-        let run = search_counterexamples(scenario);
+        let searched = search_counterexamples(scenario);
         for property in Property::ALL {
             if jobs.iter().any(|j| j.property == property) {
                 continue;
             }
-            let Some(c) = run.result.counterexample(property) else {
+            let Some(c) = searched.result.counterexample(property) else {
                 continue;
             };
-            let t = trace::build(&run.model, property, c);
+            let t = trace::build(&searched.model, property, c);
             let path = trace_path(reports, &scenario.name, property);
             if let Some(dir) = path.parent() {
                 fs::create_dir_all(dir).map_err(|e| Failure::io(dir, "cannot create", e))?;
@@ -207,8 +205,7 @@ fn jobs(args: &ReplayArgs) -> Result<Vec<Job>, Failure> {
         let scenario = trace.scenario().map_err(bad)?;
         let property = trace.property().map_err(bad)?;
         let model = LockModel::new(&scenario);
-        let actions = trace.actions().map_err(bad)?;
-        if model_replay(&model, &actions).is_none() {
+        if model_replay(&model, &trace.actions).is_none() {
             return Err(Failure::BadInput(format!(
                 "{}: actions: the steps do not apply to the embedded scenario {}",
                 target.display(),
@@ -236,10 +233,7 @@ fn jobs(args: &ReplayArgs) -> Result<Vec<Job>, Failure> {
 /// Runs one trace on real Redis. The containers are removed on every path out.
 async fn replay_one(job: &Job, tick_ms: u64) -> Result<Outcome, Failure> {
     let started = Instant::now();
-    let actions: Vec<Action> = job
-        .trace
-        .actions()
-        .map_err(|e| Failure::BadInput(format!("{}: {e}", job.path.display())))?;
+    let actions = &job.trace.actions;
     let mut run = Run::start(&job.scenario, RunOptions { tick_ms })
         .await
         .map_err(|e| Failure::Environment(e.to_string()))?;
@@ -308,7 +302,7 @@ fn same_reply(model: Option<&str>, real: Option<&str>, tick_ms: u64) -> bool {
     let number = |s: Option<&str>| s?.trim_matches('"').parse::<i64>().ok();
     match (number(model), number(real)) {
         (Some(m), Some(r)) => {
-            m * tick_ms as i64 == r
+            i64::try_from(tick_ms).is_ok_and(|t| m.checked_mul(t) == Some(r))
                 && model.map(|s| s.starts_with('"')) == real.map(|s| s.starts_with('"'))
         }
         _ => false,

@@ -18,7 +18,7 @@ use locklab_model::trace;
 use stateright::{Model, Path, Property as SrProperty};
 
 use crate::cli::ExploreArgs;
-use crate::explain::resolve;
+use crate::scenario_args::resolve;
 use crate::sequence::{self, key_text, svg};
 use crate::Failure;
 
@@ -169,14 +169,18 @@ impl Model for Explorable {
     /// The request a delivery or timeout concerns, then the state after the step.
     fn format_step(&self, last: &Shown, action: Action) -> Option<String> {
         let next = self.next_state(last, action)?;
+        use Action::*;
         let request = match action {
-            Action::Deliver(c, m) | Action::Receive(c, m) | Action::Timeout(c, m) => last
+            Deliver(c, m) | Receive(c, m) | Timeout(c, m) | LoseReply(c, m) => last
                 .state
                 .clients
-                .get(c as usize)
-                .and_then(|c| c.flights.get(m as usize)?.as_ref())
+                .get(usize::from(c))
+                .and_then(|c| c.flights.get(usize::from(m))?.as_ref())
                 .map(|f| format!("request: {}\n", f.command)),
-            _ => None,
+            Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
+            | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
+            | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..)
+            | Redirect(..) | NodeDrift(_) => None,
         };
         Some(format!("{}{next:?}", request.unwrap_or_default()))
     }

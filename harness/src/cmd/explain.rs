@@ -1,40 +1,14 @@
 //! `locklab explain SCENARIO`: the shortest counterexample of each violated property,
 //! narrated step by step, drawn as a text sequence diagram, and closed by the fix.
 
-use std::path::PathBuf;
-
-use locklab_model::scenario::{Property, Scenario, DEFAULT_DIR};
+use locklab_model::scenario::Property;
 use locklab_model::trace::{self, Trace};
 
-use crate::check::{self, search_options, Reporter};
 use crate::cli::ExplainArgs;
 use crate::fix::{self, Fix};
+use crate::scenario_args::resolve;
+use crate::search::{search_options, Reporter};
 use crate::{sequence, Failure};
-
-/// A scenario argument: a file path, or the name of a file in `scenarios/`.
-pub fn resolve(arg: &str) -> Result<Scenario, Failure> {
-    let path = PathBuf::from(arg);
-    let path = if path.exists() {
-        path
-    } else {
-        let by_name = PathBuf::from(DEFAULT_DIR).join(format!("{arg}.toml"));
-        if !by_name.exists() {
-            return Err(Failure::BadInput(format!(
-                "{arg}: no such scenario file, and no {} either; give a path to a .toml file \
-                 or the name of a scenario in {DEFAULT_DIR}/",
-                by_name.display()
-            )));
-        }
-        by_name
-    };
-    if path.is_dir() {
-        return Err(Failure::BadInput(format!(
-            "{}: is a directory; explain takes one scenario",
-            path.display()
-        )));
-    }
-    Ok(check::load(&[path])?.remove(0))
-}
 
 /// A counterexample for a learner: the narration, the sequence diagram, and the fix.
 pub fn lesson(t: &Trace) -> String {
@@ -91,8 +65,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
         None => None,
     };
     let options = search_options(&args.search);
-    let run = Reporter::new().run(&scenario, &options);
-    let r = &run.result;
+    let searched = Reporter::new().search(&scenario, &options);
+    let r = &searched.result;
     let mut shown = 0;
     for (property, counterexample) in &r.counterexamples {
         if only.is_some_and(|p| p != *property) {
@@ -105,9 +79,17 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
                     println!();
                 }
                 shown += 1;
-                let t = trace::build(&run.model, *property, c);
+                let t = trace::build(&searched.model, *property, c);
                 print!("{}", lesson(&t));
                 println!("  (expected: {expected})");
+            }
+            None if r.unverified(*property).is_some() => {
+                let why = r.unverified(*property).expect("checked");
+                println!(
+                    "{}: {property}: error: the path the search found failed its re-check \
+                     against the model ({why}); no verdict (expected: {expected})",
+                    scenario.name
+                );
             }
             None => {
                 let within = match (r.complete, options.max_depth) {

@@ -2,9 +2,15 @@
 //! reduction on and off and with one and two threads, side by side in one run. Prints a
 //! table and writes it, with the command, the machine and the date, to a Markdown file
 //! (reports/bench-checker.md by default).
+//!
+//! Each search runs in a child process (this binary, `bench checker --child`), so that
+//! its peak resident memory (the child's VmHWM) is its own and not what earlier searches
+//! left in the allocator.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
+use std::path::Path;
+use std::process::Command;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -12,8 +18,9 @@ use locklab_model::model::LockModel;
 use locklab_model::scenario::Scenario;
 use locklab_model::search::{search, SearchOptions, SearchResult};
 
-use crate::check::{load, write_file};
 use crate::cli::BenchCheckerArgs;
+use crate::files::write_file;
+use crate::scenario_args::load;
 use crate::Failure;
 
 /// The configurations every scenario runs in: (symmetry, threads).
@@ -24,7 +31,7 @@ struct Measurement {
     scenario: String,
     symmetry: bool,
     threads: usize,
-    result: SearchResult,
+    result: Figures,
 }
 
 impl Measurement {
@@ -33,23 +40,125 @@ impl Measurement {
     }
 }
 
+/// What a child process reports of its search.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Figures {
+    states: u64,
+    unique_states: u64,
+    depth: usize,
+    complete: bool,
+    seconds: f64,
+    first_counterexample_seconds: Option<f64>,
+    /// Peak resident set of the process that searched (VmHWM), in KiB.
+    peak_kib: Option<u64>,
+}
+
+impl Figures {
+    fn of(r: &SearchResult) -> Self {
+        Figures {
+            states: r.states,
+            unique_states: r.unique_states,
+            depth: r.depth,
+            complete: r.complete,
+            seconds: r.seconds,
+            first_counterexample_seconds: r.first_counterexample_seconds,
+            peak_kib: peak_rss_kib(),
+        }
+    }
+}
+
+/// This process's peak resident set size in KiB (VmHWM in /proc/self/status), where
+/// the system reports it.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn parse_child(spec: &str) -> Result<(bool, usize), Failure> {
+    let bad = || Failure::BadInput(format!("--child {spec}: expected on|off,THREADS"));
+    let (symmetry, threads) = spec.split_once(',').ok_or_else(bad)?;
+    let symmetry = match symmetry {
+        "on" => true,
+        "off" => false,
+        _ => return Err(bad()),
+    };
+    Ok((symmetry, threads.parse().map_err(|_| bad())?))
+}
+
+/// The child: one search of the one scenario, its figures as JSON on stdout.
+fn run_child(args: &BenchCheckerArgs, spec: &str) -> Result<i32, Failure> {
+    let (symmetry, threads) = parse_child(spec)?;
+    let scenarios = load(&args.paths)?;
+    let [scenario] = scenarios.as_slice() else {
+        return Err(Failure::BadInput("--child takes one scenario".to_string()));
+    };
+    let options = SearchOptions {
+        symmetry,
+        threads,
+        max_depth: None,
+        time_limit: Some(Duration::from_secs(args.time_limit)),
+        ..SearchOptions::default()
+    };
+    let result = search(&LockModel::new(scenario), &options, |_| {});
+    println!(
+        "{}",
+        serde_json::to_string(&Figures::of(&result)).expect("JSON")
+    );
+    Ok(0)
+}
+
+/// Runs one measurement in a child process.
+fn measure(
+    path: &Path,
+    symmetry: bool,
+    threads: usize,
+    time_limit: u64,
+) -> Result<Figures, Failure> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Failure::Environment(format!("cannot find this program: {e}")))?;
+    let out = Command::new(&exe)
+        .args([
+            "bench",
+            "checker",
+            "--time-limit",
+            &time_limit.to_string(),
+            "--child",
+        ])
+        .arg(format!("{},{threads}", on_off(symmetry)))
+        .arg(path)
+        .output()
+        .map_err(|e| Failure::Environment(format!("cannot run {}: {e}", exe.display())))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        return Err(Failure::Environment(format!(
+            "the search of {} ({}, {threads} threads) failed: {}{}",
+            path.display(),
+            symmetry_text(symmetry),
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    serde_json::from_str(text.trim()).map_err(|e| {
+        Failure::Environment(format!(
+            "unreadable figures from a search child ({e}): {text}"
+        ))
+    })
+}
+
 /// `locklab bench checker`: returns the exit status.
 pub fn run(args: &BenchCheckerArgs) -> Result<i32, Failure> {
+    if let Some(spec) = &args.child {
+        return run_child(args, spec);
+    }
     let scenarios = load(&args.paths)?;
     let load_before = load_average();
     let progress = Progress::new((scenarios.len() * CONFIGS.len()) as u64);
     let mut measurements = Vec::new();
     for scenario in &scenarios {
-        let model = LockModel::new(scenario);
         for (symmetry, threads) in CONFIGS {
             progress.start(scenario, symmetry, threads);
-            let options = SearchOptions {
-                symmetry,
-                threads,
-                max_depth: None,
-                time_limit: Some(Duration::from_secs(args.time_limit)),
-            };
-            let result = search(&model, &options, |p| progress.level(p.depth, p.unique));
+            let result = measure(&scenario.path, symmetry, threads, args.time_limit)?;
             let m = Measurement {
                 scenario: scenario.name.clone(),
                 symmetry,
@@ -104,13 +213,7 @@ impl Progress {
                 symmetry_text(symmetry),
                 threads_text(threads)
             ));
-            bar.set_message("depth 0");
-        }
-    }
-
-    fn level(&self, depth: usize, unique: u64) {
-        if let Some(bar) = &self.bar {
-            bar.set_message(format!("depth {depth}, {unique} unique states"));
+            bar.set_message("searching (in a child process)");
         }
     }
 
@@ -156,7 +259,7 @@ fn symmetry_text(on: bool) -> &'static str {
     }
 }
 
-const HEADER: [&str; 8] = [
+const HEADER: [&str; 9] = [
     "scenario",
     "symmetry",
     "threads",
@@ -165,12 +268,13 @@ const HEADER: [&str; 8] = [
     "states/s",
     "first counterexample (s)",
     "seconds",
+    "peak memory (MB)",
 ];
 
 /// The table as Markdown (readable as plain text too): one row per scenario and
 /// configuration, then the whole set per configuration.
 fn render_table(measurements: &[Measurement]) -> String {
-    let mut rows: Vec<[String; 8]> = Vec::new();
+    let mut rows: Vec<[String; 9]> = Vec::new();
     for m in measurements {
         let r = &m.result;
         rows.push([
@@ -187,6 +291,7 @@ fn render_table(measurements: &[Measurement]) -> String {
             } else {
                 format!("{:.2} (stopped at depth {})", r.seconds, r.depth)
             },
+            megabytes(r.peak_kib),
         ]);
     }
     for (symmetry, threads) in CONFIGS {
@@ -219,6 +324,10 @@ fn render_table(measurements: &[Measurement]) -> String {
             } else {
                 format!("{seconds:.2} ({stopped} stopped)")
             },
+            of.iter()
+                .filter_map(|m| m.result.peak_kib)
+                .max()
+                .map_or("-".to_string(), |k| format!("max {}", megabytes(Some(k)))),
         ]);
     }
     let mut widths = HEADER.map(str::len);
@@ -257,6 +366,13 @@ fn render_table(measurements: &[Measurement]) -> String {
         out.push_str(&line(row));
     }
     out
+}
+
+/// KiB as whole megabytes (10^6 bytes), `-` when unknown.
+fn megabytes(kib: Option<u64>) -> String {
+    kib.map_or("-".to_string(), |k| {
+        format!("{:.0}", k as f64 * 1024.0 / 1e6)
+    })
 }
 
 fn on_off(on: bool) -> &'static str {
@@ -302,7 +418,7 @@ fn load_average() -> String {
 fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
     let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
     format!(
@@ -320,8 +436,8 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).expect("a day of the month");
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).expect("a month");
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
 }
@@ -336,7 +452,9 @@ fn render_report(command: &str, machine: &str, date: &str, table: &str) -> Strin
          with one worker thread and with two. *states* counts every successor generated, \
          *unique states* the distinct (representative) states stored, *states/s* is states \
          over seconds, *first counterexample* the wall time until the first property was \
-         found violated (`-`: none is). A search still running after the time limit \
+         found violated (`-`: none is), *peak memory* the peak resident set (VmHWM) of \
+         the child process that ran the search (each search runs in its own). A search \
+         still running after the time limit \
          (`--time-limit`) stops at the end of its level and is marked \"stopped\": its \
          figures are those so far. The rows \"all\" sum a configuration over the \
          scenarios; their first-counterexample column is the slowest scenario's. Wall \
@@ -351,6 +469,26 @@ const REDUCTIONS: &str = include_str!("bench_checker_reductions.md");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peak_memory_is_read_and_grows() {
+        let before = peak_rss_kib().expect("VmHWM on Linux");
+        assert!(before > 0);
+        let big = vec![1u8; 64 << 20];
+        std::hint::black_box(&big);
+        let after = peak_rss_kib().unwrap();
+        assert!(after >= before + (60 << 10), "{before} -> {after} KiB");
+        assert_eq!(megabytes(Some(1_000_000)), "1024");
+        assert_eq!(megabytes(None), "-");
+    }
+
+    #[test]
+    fn child_spec_parses() {
+        assert_eq!(parse_child("on,2").unwrap(), (true, 2));
+        assert_eq!(parse_child("off,1").unwrap(), (false, 1));
+        assert!(parse_child("yes,1").is_err());
+        assert!(parse_child("on").is_err());
+    }
 
     #[test]
     fn dates_convert() {

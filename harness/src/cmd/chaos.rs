@@ -30,9 +30,9 @@ use locklab_model::model::LockModel;
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use serde_json::{json, Value};
 
-use crate::check::write_file;
 use crate::cli::ChaosArgs;
-use crate::explain::resolve;
+use crate::files::write_file;
+use crate::scenario_args::resolve;
 use crate::Failure;
 
 /// How often a run whose ticks ran over is tried (ticks doubled each time).
@@ -214,8 +214,14 @@ async fn run_one(
             o.seconds = seconds;
             return Ok(o);
         }
-        let needed = ((tick_ms as f64 + late) * 1.25).ceil() as u64;
-        tick_ms = (tick_ms * 2).max(needed.div_ceil(100) * 100);
+        let max = locklab_model::scenario::MAX_TICK_MS;
+        let needed = ((tick_ms as f64 + late) * 1.25)
+            .ceil()
+            .clamp(1.0, max as f64);
+        // Clamped to 1..=MAX_TICK_MS just above.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let needed = needed as u64;
+        tick_ms = (tick_ms * 2).max(needed.div_ceil(100) * 100).min(max);
         progress.note(&format!(
             "run {index} (seed {}): {why}; running it again with {tick_ms} ms ticks",
             schedule.seed

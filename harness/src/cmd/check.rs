@@ -1,0 +1,88 @@
+//! `locklab check`: model-check scenarios and compare the verdicts with their `expect`.
+
+use std::fs;
+use std::path::Path;
+
+use locklab_model::scenario::Scenario;
+use locklab_model::search::SearchOptions;
+
+use crate::cli::CheckArgs;
+use crate::files::{trace_path, write_file};
+use crate::scenario_args::load;
+use crate::search::{search_options, Reporter};
+use crate::verdict::{exit_code_allowing, outcome, Found, ScenarioOutcome};
+use crate::{junit, output, table, Failure};
+
+/// Writes the trace of every violated property; removes a stale trace of a property
+/// that now holds (exhaustively).
+fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Failure> {
+    let dir = reports.join("traces");
+    for p in &mut outcome.properties {
+        let path = trace_path(reports, &outcome.scenario.name, p.property);
+        match &p.trace {
+            Some(t) => {
+                fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
+                fs::write(&path, t.to_json_pretty() + "\n")
+                    .map_err(|e| Failure::io(&path, "cannot write", e))?;
+                p.trace_path = Some(path);
+            }
+            None if p.found == Found::Holds && p.bound.is_none() && path.exists() => {
+                fs::remove_file(&path).map_err(|e| Failure::io(&path, "cannot remove", e))?;
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// `locklab check`: returns the exit status.
+pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
+    let scenarios = load(&args.paths)?;
+    let options = SearchOptions {
+        time_limit: args.strategy.time_limit(),
+        ..search_options(&args.search)
+    };
+    let mut reporter = Reporter::new();
+    reporter.walks = args.strategy.walks()?;
+    let outcomes = check_with(&reporter, &scenarios, &options, &args.reports)?;
+    print!("{}", table::render(&outcomes));
+    let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
+    if let Some(path) = &args.json {
+        let json = output::json(&outcomes, code);
+        write_file(
+            path,
+            &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"),
+        )?;
+    }
+    if let Some(path) = &args.junit {
+        write_file(path, &junit::render(&outcomes))?;
+    }
+    Ok(code)
+}
+
+/// Checks each scenario with progress on stderr and writes its traces to
+/// `reports/traces/` (shared by `check` and `report`).
+pub fn check_all(
+    scenarios: &[Scenario],
+    options: &SearchOptions,
+    reports: &Path,
+) -> Result<Vec<ScenarioOutcome>, Failure> {
+    check_with(&Reporter::new(), scenarios, options, reports)
+}
+
+/// [`check_all`] with a given reporter (which may run random walks instead).
+pub fn check_with(
+    reporter: &Reporter,
+    scenarios: &[Scenario],
+    options: &SearchOptions,
+    reports: &Path,
+) -> Result<Vec<ScenarioOutcome>, Failure> {
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        let searched = reporter.search(scenario, options);
+        let mut o = outcome(scenario, &searched.model, &searched.result, options);
+        write_traces(&mut o, reports)?;
+        outcomes.push(o);
+    }
+    Ok(outcomes)
+}

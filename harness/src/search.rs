@@ -1,0 +1,117 @@
+//! The model search as the commands run it: its options from the command line, and a
+//! run with progress on stderr.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use locklab_model::model::LockModel;
+use locklab_model::scenario::Scenario;
+use locklab_model::search::{search, SearchOptions, Strategy};
+use locklab_model::walk::{random_walks, WalkOptions};
+
+use crate::cli::SearchArgs;
+
+/// The search options from the command line.
+pub fn search_options(args: &SearchArgs) -> SearchOptions {
+    let threads = match args.threads {
+        Some(n) => n as usize,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    SearchOptions {
+        symmetry: !args.no_symmetry,
+        threads,
+        max_depth: args.max_depth,
+        ..SearchOptions::default()
+    }
+}
+
+/// Progress on stderr: an animated line per scenario on a terminal, else one plain line
+/// per scenario when it finishes.
+pub struct Reporter {
+    terminal: bool,
+    /// Random walks instead of the exhaustive search.
+    pub walks: Option<WalkOptions>,
+}
+
+impl Reporter {
+    pub fn new() -> Self {
+        Reporter {
+            terminal: std::io::stderr().is_terminal(),
+            walks: None,
+        }
+    }
+
+    /// Runs the search of one scenario with progress.
+    pub fn search(&self, scenario: &Scenario, options: &SearchOptions) -> SearchRun {
+        let model = LockModel::new(scenario);
+        let bar = self.terminal.then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
+                        .expect("a valid template"),
+                )
+                .with_prefix(scenario.name.clone())
+                .with_message("depth 0");
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        let result = match &self.walks {
+            Some(walks) => random_walks(&model, walks),
+            None => search(&model, options, |p| {
+                if let Some(bar) = &bar {
+                    bar.set_message(format!(
+                        "depth {}, {} unique states, {} at the next depth",
+                        p.depth, p.unique, p.frontier
+                    ));
+                }
+            }),
+        };
+        let violated = result
+            .counterexamples
+            .iter()
+            .filter(|(_, c)| c.is_some())
+            .count();
+        let line = format!(
+            "{}: {}, depth {}, {} violated, {:.2} s, {}{}",
+            scenario.name,
+            match result.strategy {
+                Strategy::Exhaustive => format!(
+                    "{} unique states ({} generated)",
+                    result.unique_states, result.states
+                ),
+                Strategy::Random { .. } => format!("{} steps walked", result.states),
+            },
+            result.depth,
+            violated,
+            result.seconds,
+            match result.strategy {
+                Strategy::Exhaustive => format!(
+                    "fingerprint collision probability <= {:.1e}",
+                    result.collision_probability()
+                ),
+                Strategy::Random { walks, seed } => format!("{walks} random walks, seed {seed}"),
+            },
+            if result.purchased {
+                ""
+            } else {
+                ", VACUOUS (no purchase)"
+            }
+        );
+        match bar {
+            Some(bar) => {
+                bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
+                bar.finish_with_message(format!("checked {line}"));
+            }
+            None => eprintln!("checked {line}"),
+        }
+        SearchRun { model, result }
+    }
+}
+
+/// A finished model search of one scenario (not a run on real Redis, which is
+/// `locklab_harness::run::Run`).
+pub struct SearchRun {
+    pub model: LockModel,
+    pub result: locklab_model::search::SearchResult,
+}

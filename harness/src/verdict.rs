@@ -1,0 +1,237 @@
+//! The verdicts of a check: per scenario and property, what the search found, what the
+//! scenario expects and whether they match. Every command that checks (`check`,
+//! `report`) produces them, and every renderer (the table, `--json`,
+//! `--junit`, the gallery) reads them; this module depends on neither.
+
+use std::path::PathBuf;
+
+use locklab_model::model::{Action, FaultKind, LockModel};
+use locklab_model::scenario::{Expectation, Property, Scenario};
+use locklab_model::search::{SearchOptions, SearchResult, Strategy};
+use locklab_model::trace::{self, Trace};
+
+/// What the search found for one property.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// No counterexample within the bound.
+    Holds,
+    /// A shortest counterexample of this many steps.
+    Violated { steps: usize },
+    /// No counterexample, but no client ever completed its critical section either:
+    /// the "holds" would mean nothing (the vacuity guard).
+    Vacuous,
+    /// No counterexample in this many random walks: not a proof of anything.
+    NoneInWalks { walks: u64 },
+    /// The path the search found failed its re-check against the model.
+    Unverified { reason: String },
+}
+
+/// The verdict on one property of one scenario.
+#[derive(Clone, Debug)]
+pub struct PropertyOutcome {
+    pub property: Property,
+    pub expected: Expectation,
+    pub found: Found,
+    /// The search stopped at `--max-depth` with states left: "holds" is only within
+    /// that many steps.
+    pub bound: Option<usize>,
+    /// The trace, if violated.
+    pub trace: Option<Trace>,
+    /// Where the trace was written.
+    pub trace_path: Option<PathBuf>,
+}
+
+/// Whether a verdict matches its expectation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Match,
+    Mismatch,
+    Error,
+    /// Expected to hold, and random walks found no counterexample: not proven.
+    Unproven,
+}
+
+impl PropertyOutcome {
+    pub fn status(&self) -> Status {
+        match (&self.found, self.expected) {
+            (Found::Vacuous | Found::Unverified { .. }, _) => Status::Error,
+            (Found::NoneInWalks { .. }, Expectation::Holds) => Status::Unproven,
+            (Found::Holds, Expectation::Holds) => Status::Match,
+            (Found::Violated { .. }, Expectation::Violated) => Status::Match,
+            _ => Status::Mismatch,
+        }
+    }
+
+    /// `"holds"`, `"violated"`, `"not_found"` (random walks) or `"error"`.
+    pub fn verdict(&self) -> &'static str {
+        match self.found {
+            Found::Holds => "holds",
+            Found::Violated { .. } => "violated",
+            Found::NoneInWalks { .. } => "not_found",
+            Found::Vacuous | Found::Unverified { .. } => "error",
+        }
+    }
+
+    /// The verdict as the table shows it.
+    pub fn found_text(&self) -> String {
+        match (&self.found, self.bound) {
+            (Found::Holds, None) => "holds".to_string(),
+            (Found::Holds, Some(n)) => format!("holds (within {n} steps)"),
+            (Found::Violated { .. }, _) => "violated".to_string(),
+            (Found::Vacuous, _) => "error: vacuous".to_string(),
+            (Found::NoneInWalks { walks }, _) => format!("not found in {walks} walks"),
+            (Found::Unverified { reason }, _) => format!("error: path failed re-check: {reason}"),
+        }
+    }
+
+    pub fn steps(&self) -> Option<usize> {
+        match self.found {
+            Found::Violated { steps } => Some(steps),
+            _ => None,
+        }
+    }
+}
+
+/// The check of one scenario.
+#[derive(Clone, Debug)]
+pub struct ScenarioOutcome {
+    pub scenario: Scenario,
+    pub properties: Vec<PropertyOutcome>,
+    pub purchased: bool,
+    pub complete: bool,
+    pub depth: usize,
+    pub max_depth: Option<usize>,
+    pub states: u64,
+    pub unique_states: u64,
+    pub seconds: f64,
+    pub first_counterexample_seconds: Option<f64>,
+    /// The `[faults]` keys with a budget whose faults no explored behaviour injects while
+    /// a client holds the lock.
+    pub faults_never_during_hold: Vec<&'static str>,
+    /// Some client attempts while another believes it holds a lock whose lease is gone.
+    pub attempt_after_loss: bool,
+    /// How the verdicts were found.
+    pub strategy: Strategy,
+    /// Birthday bound on a fingerprint collision in the visited set (0 for walks).
+    pub collision_probability: f64,
+}
+
+impl ScenarioOutcome {
+    /// A scenario-level error (the vacuity guards), as a sentence.
+    pub fn error(&self) -> Option<String> {
+        let holds = self.properties.iter().any(|p| p.steps().is_none());
+        if self.purchased && holds && !self.faults_never_during_hold.is_empty() {
+            return Some(format!(
+                "faults never touch a hold: no explored behaviour injects {} while a client \
+                 holds the lock, so a \"holds\" verdict would not test them: check the \
+                 scenario's timing, attempts and horizon",
+                self.faults_never_during_hold.join(", ")
+            ));
+        }
+        (!self.purchased).then(|| {
+            let within = match (self.complete, self.max_depth) {
+                (false, Some(n)) => format!(" within {n} steps"),
+                _ => String::new(),
+            };
+            format!(
+                "no client ever completed its critical section{within}, so a \"holds\" verdict \
+                 would mean nothing: check the scenario's timing, attempts and horizon"
+            )
+        })
+    }
+
+    /// A note when the search was cut short by `--max-depth`.
+    pub fn note(&self) -> Option<String> {
+        if let Strategy::Random { walks, seed } = self.strategy {
+            return Some(format!(
+                "{walks} random walks (seed {seed}), longest {} steps: a property no walk \
+                 broke is unproven, and a counterexample found need not be the shortest",
+                self.depth
+            ));
+        }
+        (!self.complete).then(|| {
+            format!(
+                "search stopped at depth {} with states left (--max-depth or --time-limit): \
+                 its \"holds\" verdicts are bounded",
+                self.depth
+            )
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.scenario.name
+    }
+}
+
+/// The verdicts of one scenario, traces built (not yet written).
+pub fn outcome(
+    scenario: &Scenario,
+    model: &LockModel,
+    r: &SearchResult,
+    options: &SearchOptions,
+) -> ScenarioOutcome {
+    // The depth a search stopped at (by --max-depth or a time limit); walks have none.
+    let bound = (!r.complete && r.strategy == Strategy::Exhaustive).then_some(r.depth);
+    let faults_never_during_hold: Vec<&'static str> = FaultKind::ALL
+        .into_iter()
+        .filter(|k| k.budget(&scenario.faults) > 0 && !r.coverage.fault_during_hold(*k))
+        .map(FaultKind::key)
+        .collect();
+    let properties = scenario
+        .expect
+        .iter()
+        .map(|(property, expected)| {
+            let counterexample = r.counterexample(property).map(<[Action]>::to_vec);
+            let found = match (&counterexample, r.strategy) {
+                (Some(c), _) => Found::Violated { steps: c.len() },
+                (None, _) if r.unverified(property).is_some() => Found::Unverified {
+                    reason: r.unverified(property).expect("checked").to_string(),
+                },
+                (None, _) if !r.purchased || !faults_never_during_hold.is_empty() => Found::Vacuous,
+                (None, Strategy::Random { walks, .. }) => Found::NoneInWalks { walks },
+                (None, Strategy::Exhaustive) => Found::Holds,
+            };
+            let trace = counterexample
+                .as_ref()
+                .map(|c| trace::build(model, property, c));
+            PropertyOutcome {
+                property,
+                expected,
+                found,
+                bound,
+                trace,
+                trace_path: None,
+            }
+        })
+        .collect();
+    ScenarioOutcome {
+        scenario: scenario.clone(),
+        properties,
+        purchased: r.purchased,
+        complete: r.complete,
+        depth: r.depth,
+        max_depth: options.max_depth,
+        states: r.states,
+        unique_states: r.unique_states,
+        seconds: r.seconds,
+        first_counterexample_seconds: r.first_counterexample_seconds,
+        faults_never_during_hold,
+        attempt_after_loss: r.coverage.attempt_after_loss,
+        strategy: r.strategy,
+        collision_probability: r.collision_probability(),
+    }
+}
+
+/// 0 when every verdict matches, else 1.
+pub fn exit_code(outcomes: &[ScenarioOutcome]) -> i32 {
+    exit_code_allowing(outcomes, false)
+}
+
+/// 0 when every verdict matches (or, with `allow_unproven`, is an unproven "holds"), else 1.
+pub fn exit_code_allowing(outcomes: &[ScenarioOutcome], allow_unproven: bool) -> i32 {
+    let ok = |s: Status| s == Status::Match || (allow_unproven && s == Status::Unproven);
+    let all_match = outcomes
+        .iter()
+        .all(|o| o.error().is_none() && o.properties.iter().all(|p| ok(p.status())));
+    i32::from(!all_match)
+}

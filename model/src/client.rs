@@ -1,0 +1,379 @@
+//! The client program: one client's life, written once for the model ([`crate::model`])
+//! and for the real-run engine (the harness's `run` module), which both drive it.
+//!
+//! A client makes acquire attempts until one succeeds or its attempts run out; holding
+//! the lock, it runs the critical-section [`Program`] of [`Op`]s (read the stock, write it
+//! minus one, release; a re-entrant design re-enters first and drops the inner hold mid
+//! way). Its [`Phase`] says where it is. The design's [`LockMachine`] talks to Redis: each
+//! machine step's requests become [`Flight`]s, and each [`Outcome`] the machine reaches is
+//! given its meaning for the client by [`Program::on_outcome`] (a [`Change`]).
+//!
+//! Neither side restates any of this: a new phase, op or outcome is added here, and the
+//! exhaustive matches below make both sides handle it.
+
+use locklab::{Command, DesignId, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
+
+/// One operation of the critical-section program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// Re-enter the lock already held (re-entrant design).
+    Reenter,
+    /// Read the stock (with the fencing token, if any).
+    Read,
+    /// Release one hold of the lock.
+    Release,
+    /// Write the stock read minus one, after the work.
+    Write,
+}
+
+/// Where a client is in its one purchase.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Phase {
+    /// Not holding; may start an acquire while attempts are left.
+    Idle,
+    /// An acquire is in flight.
+    Acquiring,
+    /// Holding (it believes): running the critical-section program, op `pc`.
+    Critical {
+        /// Next op of the [`Program`].
+        pc: u8,
+        /// The stock value read, once read.
+        read: Option<i64>,
+        /// Ticks worked since the read.
+        worked: u8,
+    },
+    /// A release (or a re-entry) is in flight at op `pc` of the program.
+    Waiting {
+        pc: u8,
+        read: Option<i64>,
+        worked: u8,
+    },
+    /// Finished (released, or gave up).
+    Done,
+    /// The process crashed.
+    Crashed,
+}
+
+impl Phase {
+    /// Holding (it believes): in the critical-section program, releases included.
+    pub fn holding(&self) -> bool {
+        match self {
+            Phase::Critical { .. } | Phase::Waiting { .. } => true,
+            Phase::Idle | Phase::Acquiring | Phase::Done | Phase::Crashed => false,
+        }
+    }
+
+    /// Acquiring or holding: the client has a claim on the lock (an entry it wrote may
+    /// be its own, or about to be). `owner_only_release` protects such a client's entry.
+    pub fn claims(&self) -> bool {
+        self.holding() || *self == Phase::Acquiring
+    }
+}
+
+/// A request on its way to a node, or executed with its reply on its way back.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Flight {
+    /// The physical node it is addressed to (the one serving the slot when sent).
+    pub node: u8,
+    /// The command.
+    pub command: Command,
+    /// Executed: the reply on its way back (or waiting for a paused client).
+    pub held: Option<Reply>,
+    /// Ticks its current leg has been deliverable without being delivered (the model's
+    /// bound; the real run leaves it at 0).
+    pub age: u8,
+}
+
+/// What a machine outcome meant for the client's life (the history records it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The acquire succeeded: the client enters its critical section.
+    Acquired { fence: Option<u64> },
+    /// The acquire failed (denied, no answer, abandoned).
+    AcquireFailed(Outcome),
+    /// A release or re-entry answered; `done` when the program is finished.
+    Answered { done: bool },
+    /// A renewal extended the lease.
+    Extended,
+    /// A renewal did not: the holder carries on, as application code does.
+    RenewFailed,
+    /// The step sent requests and reached no outcome yet.
+    None,
+}
+
+/// The critical-section program of a design.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    ops: Vec<Op>,
+}
+
+impl Program {
+    /// The program every client of `design` runs once it holds the lock. A re-entrant
+    /// holder re-enters at once and drops the inner hold mid-way, so a wrong hold count
+    /// shows up as a second client inside the critical section.
+    pub fn of(design: DesignId) -> Self {
+        let ops = if design == DesignId::Reentrant {
+            vec![Op::Reenter, Op::Read, Op::Release, Op::Write, Op::Release]
+        } else {
+            vec![Op::Read, Op::Write, Op::Release]
+        };
+        Program { ops }
+    }
+
+    /// The ops in order.
+    pub fn ops(&self) -> &[Op] {
+        &self.ops
+    }
+
+    /// The op at `pc`.
+    pub fn op(&self, pc: u8) -> Option<Op> {
+        self.ops.get(usize::from(pc)).copied()
+    }
+
+    /// The next op the client may take now: holding, its machine idle, and for the
+    /// write the stock read and `work` ticks worked since.
+    pub fn next(&self, phase: &Phase, machine: &LockMachine, work: u32) -> Option<Op> {
+        let Phase::Critical { pc, read, worked } = phase else {
+            return None;
+        };
+        let op = self.op(*pc)?;
+        let ready = match op {
+            Op::Write => read.is_some() && u32::from(*worked) >= work,
+            Op::Reenter | Op::Read | Op::Release => true,
+        };
+        (ready && !machine.busy()).then_some(op)
+    }
+
+    fn last(&self, op: Op) -> Option<u8> {
+        let i = self.ops.iter().rposition(|o| *o == op)?;
+        u8::try_from(i).ok()
+    }
+
+    /// Inside the critical section: from the grant until the stock write is done (the
+    /// release that follows is outside it).
+    pub fn in_critical_section(&self, phase: &Phase) -> bool {
+        let last = self.last(Op::Write).unwrap_or(0);
+        matches!(phase, Phase::Critical { pc, .. } | Phase::Waiting { pc, .. } if *pc <= last)
+    }
+
+    /// Start an acquire attempt (token `token`): the phase, the attempt count and the
+    /// machine's first step. `None` when the client is not idle or has no attempt left.
+    pub fn acquire(
+        &self,
+        phase: &mut Phase,
+        attempts: &mut u8,
+        machine: &mut LockMachine,
+        cfg: &LockConfig,
+        now: Millis,
+        token: &str,
+    ) -> Option<Step> {
+        if *phase != Phase::Idle || *attempts == 0 {
+            return None;
+        }
+        *attempts -= 1;
+        *phase = Phase::Acquiring;
+        Some(machine.acquire(cfg, now, token))
+    }
+
+    /// The stock read answered: `Ok(value)` goes on to the work; a rejected read (stale
+    /// fencing token) skips to the release.
+    pub fn on_read<E>(&self, phase: &mut Phase, read: Result<i64, E>) -> Option<()> {
+        let Phase::Critical { pc, .. } = *phase else {
+            return None;
+        };
+        *phase = match read {
+            Ok(v) => Phase::Critical {
+                pc: pc + 1,
+                read: Some(v),
+                worked: 0,
+            },
+            Err(_) => Phase::Critical {
+                pc: self.last(Op::Release)?,
+                read: None,
+                worked: 0,
+            },
+        };
+        Some(())
+    }
+
+    /// The stock write is done: the value written (the read minus one).
+    pub fn on_write(&self, phase: &mut Phase) -> Option<i64> {
+        let Phase::Critical { pc, read, worked } = phase.clone() else {
+            return None;
+        };
+        let value = read? - 1;
+        *phase = Phase::Critical {
+            pc: pc + 1,
+            read,
+            worked,
+        };
+        Some(value)
+    }
+
+    /// Start the release or re-entry at the current op: the machine's first step
+    /// (`token` names the re-entry attempt).
+    pub fn request(
+        &self,
+        phase: &mut Phase,
+        machine: &mut LockMachine,
+        cfg: &LockConfig,
+        now: Millis,
+        token: impl FnOnce() -> String,
+    ) -> Option<Step> {
+        let Phase::Critical { pc, read, worked } = phase.clone() else {
+            return None;
+        };
+        let step = match self.op(pc)? {
+            Op::Reenter => machine.acquire(cfg, now, &token()),
+            Op::Release => machine.release(cfg, now),
+            Op::Read | Op::Write => return None,
+        };
+        *phase = Phase::Waiting { pc, read, worked };
+        Some(step)
+    }
+
+    /// A tick passed: a client that has read the stock has worked one more tick (counted
+    /// up to `work`).
+    pub fn on_tick(&self, phase: &mut Phase, work: u32) {
+        if let Phase::Critical {
+            read: Some(_),
+            worked,
+            ..
+        }
+        | Phase::Waiting {
+            read: Some(_),
+            worked,
+            ..
+        } = phase
+        {
+            if u32::from(*worked) < work {
+                *worked += 1;
+            }
+        }
+    }
+
+    /// Put a machine step into effect: its sends become flights (addressed to the node
+    /// serving each slot now), its outcome moves the client on.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply(
+        &self,
+        step: Step,
+        phase: &mut Phase,
+        fence: &mut Option<u64>,
+        attempts: u8,
+        flights: &mut [Option<Flight>],
+        serving: &[u8],
+    ) -> Change {
+        for send in step.sends {
+            flights[send.node] = Some(Flight {
+                node: serving[send.node],
+                command: send.command,
+                held: None,
+                age: 0,
+            });
+        }
+        match step.outcome {
+            Some(outcome) => self.on_outcome(phase, fence, attempts, outcome),
+            None => Change::None,
+        }
+    }
+
+    /// What an outcome of the machine means in the client's phase: the new phase, the
+    /// fencing token kept, and the change for the history.
+    pub fn on_outcome(
+        &self,
+        phase: &mut Phase,
+        fence: &mut Option<u64>,
+        attempts: u8,
+        outcome: Outcome,
+    ) -> Change {
+        let (next, change) = match (std::mem::replace(phase, Phase::Idle), outcome) {
+            (Phase::Acquiring, Outcome::Acquired(grant)) => {
+                *fence = grant.fence;
+                (
+                    Phase::Critical {
+                        pc: 0,
+                        read: None,
+                        worked: 0,
+                    },
+                    Change::Acquired { fence: grant.fence },
+                )
+            }
+            (Phase::Acquiring, other) => (
+                if attempts == 0 {
+                    Phase::Done
+                } else {
+                    Phase::Idle
+                },
+                Change::AcquireFailed(other),
+            ),
+            (Phase::Waiting { pc, read, worked }, outcome) => {
+                if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
+                    *fence = Some(f);
+                }
+                let pc = pc + 1;
+                if usize::from(pc) >= self.ops.len() {
+                    (Phase::Done, Change::Answered { done: true })
+                } else {
+                    (
+                        Phase::Critical { pc, read, worked },
+                        Change::Answered { done: false },
+                    )
+                }
+            }
+            (phase @ Phase::Critical { .. }, Outcome::Extended { .. }) => (phase, Change::Extended),
+            (phase @ Phase::Critical { .. }, _) => (phase, Change::RenewFailed),
+            // No request is in flight in these phases: nothing answers.
+            (phase @ (Phase::Idle | Phase::Done | Phase::Crashed), _) => (phase, Change::None),
+        };
+        *phase = next;
+        change
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rejected_read_skips_to_the_last_release() {
+        let p = Program::of(DesignId::Reentrant);
+        let mut phase = Phase::Critical {
+            pc: 1,
+            read: None,
+            worked: 0,
+        };
+        p.on_read(&mut phase, Err(())).unwrap();
+        assert_eq!(
+            phase,
+            Phase::Critical {
+                pc: 4,
+                read: None,
+                worked: 0
+            }
+        );
+        assert!(!p.in_critical_section(&phase));
+    }
+
+    #[test]
+    fn the_last_release_answered_finishes_the_program() {
+        let p = Program::of(DesignId::LuaRelease);
+        let (mut phase, mut fence) = (
+            Phase::Waiting {
+                pc: 2,
+                read: Some(9),
+                worked: 1,
+            },
+            Some(3),
+        );
+        let change = p.on_outcome(
+            &mut phase,
+            &mut fence,
+            0,
+            Outcome::Released { holds_left: 0 },
+        );
+        assert_eq!(change, Change::Answered { done: true });
+        assert_eq!(phase, Phase::Done);
+        assert_eq!(fence, Some(3), "the token is kept");
+    }
+}

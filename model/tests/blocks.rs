@@ -1,0 +1,61 @@
+//! Expanding each level in blocks (dropping a block's states once expanded) is a memory
+//! saving only: on every shipped scenario small enough for a test, the search gives the
+//! same states, counterexamples (step for step) and verdicts as expanding each level in
+//! one pass, with one thread and with two.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use locklab_model::model::LockModel;
+use locklab_model::scenario::{load_paths, Property};
+use locklab_model::search::{search, SearchOptions};
+
+#[test]
+fn blocks_change_nothing_but_memory() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let scenarios = load_paths(&[dir]).expect("the shipped scenarios load");
+    let mut compared = Vec::new();
+    let mut too_big = Vec::new();
+    for sc in &scenarios {
+        let model = LockModel::new(sc);
+        let one_pass = SearchOptions {
+            block_states: usize::MAX,
+            time_limit: Some(Duration::from_secs(3)),
+            ..SearchOptions::default()
+        };
+        let whole = search(&model, &one_pass, |_| {});
+        if !whole.complete {
+            too_big.push(sc.name.clone());
+            continue;
+        }
+        for (block_states, threads) in [(1, 1), (97, 2), (1 << 16, 2)] {
+            let blocks = search(
+                &model,
+                &SearchOptions {
+                    block_states,
+                    threads,
+                    ..SearchOptions::default()
+                },
+                |_| {},
+            );
+            let what = format!("{} in blocks of {block_states}, {threads} threads", sc.name);
+            assert_eq!(blocks.unique_states, whole.unique_states, "{what}");
+            assert_eq!(blocks.states, whole.states, "{what}");
+            assert_eq!(blocks.depth, whole.depth, "{what}");
+            assert_eq!(blocks.purchased, whole.purchased, "{what}");
+            for p in Property::ALL {
+                assert_eq!(
+                    blocks.counterexample(p),
+                    whole.counterexample(p),
+                    "{what}: {p}"
+                );
+            }
+        }
+        compared.push(sc.name.clone());
+    }
+    eprintln!(
+        "compared {} scenarios; searched in more than 3 s, left out: {too_big:?}",
+        compared.len()
+    );
+    assert!(compared.len() >= scenarios.len() / 2, "{compared:?}");
+}

@@ -1,0 +1,194 @@
+//! The model's semantics of the network and of faults, each against a small scenario
+//! written here: the reply leg, a crash that leaves its requests on the wire, lost
+//! replies, orphans of any origin, arrival at any tick and fault coverage.
+
+use locklab_model::model::{Action, LockModel};
+use locklab_model::scenario::{Property, Scenario};
+use locklab_model::search::{replay, search, SearchOptions};
+use locklab_model::state::Phase;
+
+fn scenario(design: &str, ttl: u32, work: u32, horizon: u32, extra: &str) -> Scenario {
+    parse(&text(design, ttl, work, horizon, extra))
+}
+
+fn parse(text: &str) -> Scenario {
+    Scenario::parse(text, "semantics.toml").expect("test scenario parses")
+}
+
+fn text(design: &str, ttl: u32, work: u32, horizon: u32, extra: &str) -> String {
+    format!(
+        r#"name = "semantics"
+design = "{design}"
+[clients]
+count = 2
+[timing]
+ttl = {ttl}
+work = {work}
+max_step_delay = 1
+horizon = {horizon}
+{extra}
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#
+    )
+}
+
+fn check(sc: &Scenario) -> locklab_model::search::SearchResult {
+    let options = SearchOptions {
+        symmetry: true,
+        threads: 1,
+        max_depth: None,
+        ..SearchOptions::default()
+    };
+    search(&LockModel::new(sc), &options, |_| {})
+}
+
+/// A reply takes its own leg: the clock may tick between the execution of a command and
+/// the client reading its reply, and the client does not hold the lock before it reads.
+#[test]
+fn the_reply_travels_after_the_command_ran() {
+    let sc = scenario("lua-release", 5, 1, 10, "");
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let states = replay(&model, &[Acquire(0), Deliver(0, 0), Tick, Receive(0, 0)])
+        .expect("the reply is read a tick after the SET ran");
+    let executed = &states[2];
+    assert_eq!(executed.clients[0].phase, Phase::Acquiring);
+    assert!(
+        executed.nodes[0].data.entry("lock").is_some(),
+        "the SET ran"
+    );
+    assert!(states[4].clients[0].holding());
+}
+
+/// With the reply leg, a lease of 4 ticks no longer covers the slowest critical section
+/// of lua-release (request, reply, read, work, write: each up to a tick late); 5 does.
+#[test]
+fn a_late_reply_eats_into_the_lease() {
+    let tight = check(&scenario("lua-release", 4, 1, 10, ""));
+    assert!(tight.counterexample(Property::MutualExclusion).is_some());
+    let enough = check(&scenario("lua-release", 5, 1, 10, ""));
+    assert!(enough.purchased);
+    assert!(enough.counterexample(Property::MutualExclusion).is_none());
+}
+
+/// A request already sent still reaches Redis after its sender died: naive SETNX sent,
+/// then the crash, then the SET runs and leaves a key nobody will ever delete.
+#[test]
+fn a_crash_leaves_its_requests_on_the_wire() {
+    let sc = scenario("naive-setnx", 4, 1, 8, "[faults]\ncrashes = 1");
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let states = replay(&model, &[Acquire(0), Crash(0), Deliver(0, 0)])
+        .expect("the request of a crashed client is still delivered");
+    let last = states.last().unwrap();
+    assert_eq!(
+        last.nodes[0].data.entry("lock").and_then(|e| e.owner),
+        Some(0)
+    );
+    assert!(
+        last.clients[0].flights.iter().all(Option::is_none),
+        "no reply is read"
+    );
+    assert!(!model.holds(Property::NoOrphanedLock, last));
+}
+
+/// A lost reply: the SET NX PX ran and took the lock, its reply never came, the client
+/// timed out and gave up; the lock stays taken until it expires.
+#[test]
+fn a_lost_reply_times_out_a_command_that_ran() {
+    let sc = scenario("lua-release", 5, 1, 10, "[faults]\nlost_replies = 1");
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let states = replay(&model, &[Acquire(0), Deliver(0, 0), LoseReply(0, 0)])
+        .expect("a reply in flight can be lost");
+    let last = states.last().unwrap();
+    assert_eq!(
+        last.nodes[0].data.entry("lock").and_then(|e| e.owner),
+        Some(0)
+    );
+    assert!(!last.clients[0].holding(), "the client saw a timeout");
+    assert_eq!(last.spent.lost_replies, 1);
+    assert!(
+        replay(
+            &model,
+            &[
+                Acquire(0),
+                Deliver(0, 0),
+                LoseReply(0, 0),
+                Acquire(0),
+                Deliver(0, 0),
+                LoseReply(0, 0)
+            ]
+        )
+        .is_none(),
+        "one lost reply in the budget"
+    );
+}
+
+/// Orphans of any origin: naive SETNX whose reply is lost leaves a key without expiry
+/// that its live owner does not believe it holds. Before, only a crashed owner's key
+/// counted, and this scenario held.
+#[test]
+fn a_lost_reply_orphans_a_lock_without_expiry() {
+    let r = check(&scenario(
+        "naive-setnx",
+        4,
+        1,
+        8,
+        "[faults]\nlost_replies = 1",
+    ));
+    let c = r
+        .counterexample(Property::NoOrphanedLock)
+        .expect("the lost reply orphans the lock");
+    assert!(c.iter().any(|a| matches!(a, Action::LoseReply(..))));
+    let none = check(&scenario("naive-setnx", 4, 1, 8, ""));
+    assert!(none.counterexample(Property::NoOrphanedLock).is_none());
+}
+
+/// `arrival = "any"`: a client's first attempt may come at any tick; with "start" the
+/// clock cannot pass `max_step_delay` ticks before every client has attempted.
+#[test]
+fn clients_may_arrive_at_any_tick() {
+    use stateright::Model;
+    let offered_tick_after_one = |arrival: &str| {
+        let sc = parse(
+            &text("lua-release", 5, 1, 10, "")
+                .replace("count = 2", &format!("count = 2\narrival = \"{arrival}\"")),
+        );
+        let model = LockModel::new(&sc);
+        let states = replay(&model, &[Action::Tick]).unwrap();
+        let mut actions = Vec::new();
+        model.actions(states.last().unwrap(), &mut actions);
+        actions.contains(&Action::Tick)
+    };
+    assert!(!offered_tick_after_one("start"));
+    assert!(offered_tick_after_one("any"));
+}
+
+/// Coverage: which fault kinds some explored behaviour injects while a client holds the
+/// lock, and whether a client attempts while a holder's lease is gone without it knowing.
+#[test]
+fn coverage_reports_faults_during_holds_and_attempts_after_a_loss() {
+    use locklab_model::model::FaultKind;
+    let r = check(&scenario("lua-release", 3, 2, 8, "[faults]\npauses = 1"));
+    assert!(r.coverage.fault_during_hold(FaultKind::Pause));
+    assert!(
+        !r.coverage.fault_during_hold(FaultKind::Crash),
+        "no crash budget"
+    );
+    assert!(
+        r.coverage.attempt_after_loss,
+        "a paused holder's lease runs out"
+    );
+    // A single client: nobody else ever attempts.
+    let alone = parse(
+        &text("lua-release", 3, 2, 8, "[faults]\npauses = 1").replace("count = 2", "count = 1"),
+    );
+    let r = check(&alone);
+    assert!(r.coverage.fault_during_hold(FaultKind::Pause));
+    assert!(!r.coverage.attempt_after_loss);
+}

@@ -1,0 +1,733 @@
+//! Every design's machine against the model's abstract Redis, in memory — no Docker, no
+//! network: acquire, contention, release, renewal, expiry, loss, re-entry, fencing and
+//! WAIT for every design, Redlock's quorum and partial release, and each pitfall's
+//! defining flaw as the sequence of real commands that shows it.
+//!
+//! The shared tests judge each design by what it promises ([`expect`]); the world they
+//! run in is `sim` (clients, nodes, links, one clock).
+
+mod sim;
+
+use locklab::resource::{Rejected, Stock};
+use locklab::{Denied, DesignId, Fencing, Grant, LockConfig, Outcome};
+use locklab_model::redis::Value;
+use sim::{millis, Displaced, Link, Op, Sim, TTL};
+
+/// What a design promises, by which the shared tests judge it.
+#[derive(Clone, Copy, Debug)]
+struct Expect {
+    /// Masters the tests give it.
+    masters: usize,
+    /// Once its lease ran out, another client gets the lock.
+    expires: bool,
+    /// Its release removes only the caller's own lock (when run without interleaving).
+    owner_checked_release: bool,
+    /// It has a renewal command.
+    extends: bool,
+    /// Its holder may take it again.
+    reentrant: bool,
+    /// The key left by an acquire whose reply was lost still runs out.
+    orphan_expires: bool,
+}
+
+/// Exhaustive on purpose: a new design has to say what it promises here.
+fn expect(design: DesignId) -> Expect {
+    let pitfall = Expect {
+        masters: 1,
+        expires: true,
+        owner_checked_release: false,
+        extends: false,
+        reentrant: false,
+        orphan_expires: true,
+    };
+    let lua = Expect {
+        owner_checked_release: true,
+        extends: true,
+        ..pitfall
+    };
+    match design {
+        DesignId::NaiveSetnx => Expect {
+            expires: false,
+            orphan_expires: false,
+            ..pitfall
+        },
+        // The PEXPIRE never goes out when SETNX's reply is lost.
+        DesignId::SetnxExpire => Expect {
+            orphan_expires: false,
+            ..pitfall
+        },
+        DesignId::GetsetTimestamp | DesignId::SetPxDel => pitfall,
+        DesignId::SetPxGetDel => Expect {
+            owner_checked_release: true,
+            ..pitfall
+        },
+        DesignId::LuaRelease | DesignId::Watchdog => lua,
+        DesignId::Reentrant => Expect {
+            reentrant: true,
+            ..lua
+        },
+        DesignId::Redlock => Expect { masters: 3, ..lua },
+    }
+}
+
+fn world(design: DesignId) -> Sim {
+    Sim::new(design, expect(design).masters)
+}
+
+fn granted(design: DesignId, outcome: Outcome) -> Grant {
+    match outcome {
+        Outcome::Acquired(grant) => grant,
+        other => panic!("{design}: expected the lock, got {other:?}"),
+    }
+}
+
+/// The denial a design gives a client while somebody else holds the lock.
+fn turned_away(design: DesignId, outcome: &Outcome) -> bool {
+    match (design, outcome) {
+        (DesignId::Redlock, Outcome::Denied(Denied::NoQuorum { granted: 0 })) => true,
+        (DesignId::Reentrant, Outcome::Denied(Denied::Held { pttl: Some(p) })) => *p > 0,
+        (DesignId::Redlock | DesignId::Reentrant, _) => false,
+        (_, Outcome::Denied(Denied::Held { pttl: None })) => true,
+        _ => false,
+    }
+}
+
+/// Entries deleted or overwritten by a client that did not write them.
+fn foreign(sim: &Sim) -> Vec<Displaced> {
+    sim.displaced
+        .iter()
+        .filter(|d| d.owner != u8::try_from(d.by).ok())
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn acquire_then_release_frees_the_lock() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        let grant = granted(design, sim.acquire(a));
+        let lease_end = e.expires.then(|| sim.cfg.lease_end(0));
+        assert_eq!(grant.lease_end, lease_end, "{design}");
+        assert_eq!((grant.holds, grant.fence), (1, None), "{design}");
+        assert_eq!(sim.grant(a).as_ref(), Some(&grant), "{design}");
+        assert_eq!(
+            sim.holders(),
+            vec![Some(grant.token.clone()); e.masters],
+            "{design}: the key names the holder on every master"
+        );
+        sim.advance(10);
+        assert_eq!(
+            sim.release(a),
+            Outcome::Released { holds_left: 0 },
+            "{design}"
+        );
+        assert!(sim.free(), "{design}: {:?}", sim.holders());
+        assert_eq!(sim.grant(a), None, "{design}");
+        granted(design, sim.acquire(b));
+        assert_eq!(foreign(&sim), vec![], "{design}");
+    }
+}
+
+#[test]
+fn a_held_lock_turns_others_away() {
+    for design in DesignId::ALL {
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        let grant = granted(design, sim.acquire(a));
+        sim.advance(TTL / 2);
+        let outcome = sim.acquire(b);
+        assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        if let Outcome::Denied(Denied::Held { pttl: Some(pttl) }) = outcome {
+            assert_eq!(pttl, 500, "{design}: the holder's remaining time");
+        }
+        assert_eq!(sim.grant(b), None, "{design}");
+        assert_eq!(sim.grant(a), Some(grant.clone()), "{design}");
+        let masters = expect(design).masters;
+        assert_eq!(sim.holders(), vec![Some(grant.token); masters], "{design}");
+        assert_eq!(foreign(&sim), vec![], "{design}");
+    }
+}
+
+#[test]
+fn only_the_reentrant_design_lets_its_holder_in_again() {
+    for design in DesignId::ALL {
+        let mut sim = world(design);
+        let a = sim.client();
+        let first = granted(design, sim.acquire(a));
+        sim.advance(10);
+        let outcome = sim.acquire(a);
+        if expect(design).reentrant {
+            let again = granted(design, outcome);
+            assert_eq!(again.token, first.token, "{design}: the same owner");
+            assert_eq!(again.holds, 2, "{design}");
+            assert_eq!(again.lease_end, Some(sim.cfg.lease_end(10)), "{design}");
+            let Some(Value::Hash(fields)) = sim.value(0) else {
+                panic!("{design}: a hash lock")
+            };
+            assert_eq!(fields, vec![(first.token.clone(), 2)], "{design}");
+        } else {
+            assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        }
+        let masters = expect(design).masters;
+        assert_eq!(
+            sim.holders(),
+            vec![Some(first.token); masters],
+            "{design}: the first acquire's key stays"
+        );
+    }
+}
+
+#[test]
+fn an_expired_lease_lets_the_next_client_in() {
+    for design in DesignId::ALL {
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        let first = granted(design, sim.acquire(a));
+        sim.advance(TTL + 1);
+        let outcome = sim.acquire(b);
+        if expect(design).expires {
+            let second = granted(design, outcome);
+            assert_ne!(second.token, first.token, "{design}");
+            // a's machine cannot know; its grant says the lease is over.
+            let validity = sim.grant(a).and_then(|g| g.validity(sim.clock(a)));
+            assert!(validity.is_some_and(|v| v < 0), "{design}: {validity:?}");
+        } else {
+            assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        }
+    }
+}
+
+#[test]
+fn a_crashed_holder_blocks_others_until_its_lease_ends() {
+    for design in DesignId::ALL {
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        granted(design, sim.acquire(a));
+        sim.crash(a);
+        assert_eq!(sim.grant(a), None, "{design}");
+        sim.advance(TTL / 2);
+        let outcome = sim.acquire(b);
+        assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        if expect(design).expires {
+            sim.advance(TTL);
+            granted(design, sim.acquire(b));
+        } else {
+            // naive-setnx's flaw: nothing ever removes a crashed holder's key.
+            sim.advance(100 * TTL);
+            let outcome = sim.acquire(b);
+            assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        }
+    }
+}
+
+/// A holder that outlived its lease releases after the next client got in. The owner
+/// checks say `NotHeld`; the blind `DEL` of `setnx-expire`, `getset-timestamp` and
+/// `set-px-del` deletes the next holder's lock (their defining flaw).
+#[test]
+fn a_release_after_the_lease_ran_out() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        if !e.expires {
+            continue;
+        }
+        let mut sim = world(design);
+        let (a, b, c) = (sim.client(), sim.client(), sim.client());
+        granted(design, sim.acquire(a));
+        sim.advance(TTL + 1);
+        let next = granted(design, sim.acquire(b));
+        // getset-timestamp's steal overwrote a's entry; only the release counts here.
+        sim.displaced.clear();
+        sim.advance(10);
+        let outcome = sim.release(a);
+        if e.owner_checked_release {
+            assert_eq!(outcome, Outcome::NotHeld, "{design}");
+            assert_eq!(sim.holders(), vec![Some(next.token); e.masters], "{design}");
+            assert_eq!(foreign(&sim), vec![], "{design}");
+        } else {
+            assert_eq!(outcome, Outcome::Released { holds_left: 0 }, "{design}");
+            assert!(sim.free(), "{design}: {:?}", sim.holders());
+            let by_a = Displaced {
+                by: a,
+                node: 0,
+                owner: Some(1),
+            };
+            assert_eq!(foreign(&sim), vec![by_a], "{design}");
+            // b still believes it holds the lock, and c gets it too.
+            assert!(sim.grant(b).is_some(), "{design}");
+            granted(design, sim.acquire(c));
+        }
+    }
+}
+
+#[test]
+fn renewal_extends_the_lease_where_the_design_has_one() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        let grant = granted(design, sim.acquire(a));
+        sim.advance(TTL / 2);
+        let outcome = sim.renew(a);
+        if !e.extends {
+            // Refused on the spot: nothing sent, the grant unchanged.
+            assert_eq!(outcome, Outcome::NotHeld, "{design}");
+            assert_eq!(sim.grant(a), Some(grant), "{design}");
+            continue;
+        }
+        let lease_end = sim.cfg.lease_end(500);
+        assert_eq!(outcome, Outcome::Extended { lease_end }, "{design}");
+        assert_eq!(sim.grant(a).and_then(|g| g.lease_end), Some(lease_end));
+        for node in 0..e.masters {
+            let expires = sim.entry(node).and_then(|(_, at)| at);
+            assert_eq!(expires, Some(1_500), "{design}: node {node}");
+        }
+        sim.advance(TTL / 2 + 1);
+        let outcome = sim.acquire(b);
+        assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        sim.advance(TTL / 2);
+        granted(design, sim.acquire(b));
+    }
+}
+
+#[test]
+fn renewal_after_the_lease_ran_out_reports_not_held() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        if !e.extends {
+            continue;
+        }
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        granted(design, sim.acquire(a));
+        sim.advance(TTL + 1);
+        let next = granted(design, sim.acquire(b));
+        sim.advance(10);
+        assert_eq!(sim.renew(a), Outcome::NotHeld, "{design}");
+        assert_eq!(sim.grant(a), None, "{design}");
+        for node in 0..e.masters {
+            let entry = sim.entry(node);
+            assert_eq!(
+                entry.map(|(_, at)| at),
+                Some(Some(1_001 + 1_000)),
+                "{design}: b's expiry untouched on node {node}"
+            );
+        }
+        assert_eq!(sim.holders(), vec![Some(next.token); e.masters], "{design}");
+    }
+}
+
+/// The watchdog's timer, run by hand: renewing every ttl/3 keeps the lock for five ttls;
+/// once the renewals stop (a paused process), the lease runs out.
+#[test]
+fn renewing_every_third_of_the_ttl_keeps_the_lock() {
+    for design in DesignId::ALL {
+        if !expect(design).extends {
+            continue;
+        }
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        granted(design, sim.acquire(a));
+        let interval = sim.cfg.renew_interval();
+        while sim.now() < millis(5 * TTL) {
+            sim.advance(interval);
+            let outcome = sim.renew(a);
+            assert!(
+                matches!(outcome, Outcome::Extended { .. }),
+                "{design} at {}: {outcome:?}",
+                sim.now()
+            );
+            let outcome = sim.acquire(b);
+            assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        }
+        sim.advance(TTL);
+        granted(design, sim.acquire(b));
+    }
+}
+
+#[test]
+fn an_unreachable_node_fails_the_call() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        let mut sim = world(design);
+        let a = sim.client();
+        sim.links(Link::Down);
+        let outcome = sim.acquire(a);
+        let expected = match design {
+            DesignId::Redlock => Denied::NoQuorum { granted: 0 },
+            _ => Denied::Unavailable { node: 0 },
+        };
+        assert_eq!(outcome, Outcome::Denied(expected), "{design}");
+        assert!(sim.free(), "{design}");
+        sim.links(Link::Up);
+        let grant = granted(design, sim.acquire(a));
+        if e.masters > 1 {
+            continue;
+        }
+        sim.links(Link::Down);
+        if e.extends {
+            // The lease may still be ours: keep the grant, whose lease runs out alone.
+            let outcome = sim.renew(a);
+            assert_eq!(outcome, Outcome::Unavailable { node: 0 }, "{design}");
+            assert_eq!(sim.grant(a), Some(grant.clone()), "{design}");
+        }
+        let outcome = sim.release(a);
+        assert_eq!(outcome, Outcome::Unavailable { node: 0 }, "{design}");
+        assert_eq!(sim.holders(), vec![Some(grant.token)], "{design}");
+    }
+}
+
+/// The acquire ran but its reply was lost: the client reports the node unavailable and
+/// the key it set stays behind, as an orphan that only its expiry removes.
+#[test]
+fn a_lost_acquire_reply_leaves_an_orphan() {
+    for design in DesignId::ALL {
+        let e = expect(design);
+        if e.masters > 1 {
+            continue;
+        }
+        let mut sim = world(design);
+        let (a, b) = (sim.client(), sim.client());
+        sim.links(Link::ReplyLost);
+        let outcome = sim.acquire(a);
+        assert_eq!(
+            outcome,
+            Outcome::Denied(Denied::Unavailable { node: 0 }),
+            "{design}"
+        );
+        assert_eq!(sim.grant(a), None, "{design}");
+        assert!(!sim.free(), "{design}: the orphan");
+        sim.links(Link::Up);
+        let outcome = sim.acquire(b);
+        assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        sim.advance(if e.orphan_expires { TTL + 1 } else { 100 * TTL });
+        let outcome = sim.acquire(b);
+        if e.orphan_expires {
+            granted(design, outcome);
+        } else {
+            assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
+        }
+    }
+}
+
+#[test]
+fn fencing_tokens_grow_with_each_holder() {
+    for design in DesignId::ALL {
+        let mut cfg = LockConfig::new(design, "lock", TTL);
+        cfg.masters = expect(design).masters;
+        cfg.fencing = true;
+        let mut sim = Sim::with_config(cfg);
+        let (a, b) = (sim.client(), sim.client());
+        assert_eq!(granted(design, sim.acquire(a)).fence, Some(1), "{design}");
+        assert_eq!(sim.grant(a).and_then(|g| g.fence), Some(1), "{design}");
+        let released = Outcome::Released { holds_left: 0 };
+        assert_eq!(sim.release(a), released, "{design}");
+        assert_eq!(granted(design, sim.acquire(b)).fence, Some(2), "{design}");
+        assert_eq!(sim.release(b), released, "{design}");
+        assert_eq!(granted(design, sim.acquire(a)).fence, Some(3), "{design}");
+    }
+}
+
+/// `WAIT 1` on a node without replicas gets 0 acknowledgements: the acquire fails and
+/// gives its grant back.
+#[test]
+fn an_unreplicated_grant_is_given_back() {
+    for design in DesignId::ALL {
+        let mut cfg = LockConfig::new(design, "lock", TTL);
+        cfg.masters = expect(design).masters;
+        cfg.wait_replicas = 1;
+        let mut sim = Sim::with_config(cfg);
+        let (a, b) = (sim.client(), sim.client());
+        let outcome = sim.acquire(a);
+        let expected = Outcome::Denied(Denied::NotReplicated { acks: 0 });
+        assert_eq!(outcome, expected, "{design}");
+        assert_eq!(sim.grant(a), None, "{design}");
+        assert!(sim.free(), "{design}: {:?}", sim.holders());
+        assert_eq!(sim.acquire(b), expected, "{design}");
+    }
+}
+
+#[test]
+fn reentrant_counts_holds_and_names_its_owner() {
+    let mut sim = world(DesignId::Reentrant);
+    let (a, b) = (sim.client(), sim.client());
+    let grant = granted(DesignId::Reentrant, sim.acquire(a));
+    granted(DesignId::Reentrant, sim.acquire(a));
+    granted(DesignId::Reentrant, sim.acquire(a));
+    assert_eq!(
+        sim.value(0),
+        Some(Value::Hash(vec![(grant.token.clone(), 3)]))
+    );
+    assert_eq!(sim.release(a), Outcome::Released { holds_left: 2 });
+    assert_eq!(sim.grant(a).map(|g| g.holds), Some(2));
+    // Another owner's release is refused by the machine itself: it holds nothing.
+    assert_eq!(sim.release(b), Outcome::NotHeld);
+    assert_eq!(sim.release(a), Outcome::Released { holds_left: 1 });
+    assert_eq!(sim.value(0), Some(Value::Hash(vec![(grant.token, 1)])));
+    assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
+    assert!(sim.free());
+    assert_eq!(sim.release(a), Outcome::NotHeld);
+}
+
+fn redlock(masters: usize) -> Sim {
+    Sim::new(DesignId::Redlock, masters)
+}
+
+#[test]
+fn redlock_holds_with_a_majority_of_masters() {
+    for (masters, down) in [(3, 1), (5, 2)] {
+        let mut sim = redlock(masters);
+        let a = sim.client();
+        for node in 0..down {
+            sim.link(node, Link::Down);
+        }
+        let grant = granted(DesignId::Redlock, sim.acquire(a));
+        let holders = sim.holders();
+        assert_eq!(holders[..down], vec![None; down]);
+        assert_eq!(holders[down..], vec![Some(grant.token); masters - down]);
+    }
+}
+
+/// Without a majority, the grants it did get are released before the denial.
+#[test]
+fn redlock_without_a_majority_releases_its_partial_grants() {
+    for (masters, down) in [(3, 2), (5, 3)] {
+        let mut sim = redlock(masters);
+        let a = sim.client();
+        for node in 0..down {
+            sim.link(node, Link::Down);
+        }
+        let outcome = sim.acquire(a);
+        let granted = masters - down;
+        assert_eq!(outcome, Outcome::Denied(Denied::NoQuorum { granted }));
+        assert!(sim.free(), "{:?}", sim.holders());
+        let released: Vec<usize> = sim.displaced.iter().map(|d| d.node).collect();
+        assert_eq!(released, (down..masters).collect::<Vec<_>>());
+        assert_eq!(foreign(&sim), vec![]);
+    }
+}
+
+/// Two clients race for three masters: a wins two, b one. b is denied and deletes its
+/// one key; a's two stay.
+#[test]
+fn redlock_split_vote_denies_the_minority_and_releases_its_key() {
+    let mut sim = redlock(3);
+    let (a, b) = (sim.client(), sim.client());
+    assert_eq!(sim.start(a, Op::Acquire), None);
+    assert_eq!(sim.start(b, Op::Acquire), None);
+    assert_eq!(sim.deliver(a, 0), None);
+    assert_eq!(sim.deliver(a, 1), None);
+    assert_eq!(sim.deliver(b, 2), None);
+    assert_eq!(sim.deliver(b, 0), None);
+    assert_eq!(sim.deliver(b, 1), None);
+    let grant = granted(
+        DesignId::Redlock,
+        sim.deliver(a, 2).expect("a's last answer"),
+    );
+    assert!(sim.busy(b), "b releases its partial grant");
+    assert_eq!(
+        sim.finish(b),
+        Outcome::Denied(Denied::NoQuorum { granted: 1 })
+    );
+    let token = Some(grant.token);
+    assert_eq!(sim.holders(), vec![token.clone(), token, None]);
+    assert_eq!(foreign(&sim), vec![]);
+}
+
+/// All masters granted, but the acquire took longer than the ttl minus the drift: no
+/// validity left, so it is denied and released everywhere.
+#[test]
+fn redlock_slow_acquire_leaves_no_validity() {
+    let mut sim = redlock(3);
+    let a = sim.client();
+    assert_eq!(sim.start(a, Op::Acquire), None);
+    let left = u64::try_from(sim.cfg.lease_end(0)).expect("positive");
+    sim.advance(left);
+    let outcome = sim.finish(a);
+    assert_eq!(outcome, Outcome::Denied(Denied::NoQuorum { granted: 3 }));
+    assert!(sim.free(), "{:?}", sim.holders());
+    assert_eq!(sim.displaced.len(), 3, "released on every master");
+}
+
+#[test]
+fn redlock_release_and_extend_with_masters_down() {
+    let mut sim = redlock(3);
+    let (a, b) = (sim.client(), sim.client());
+    let grant = granted(DesignId::Redlock, sim.acquire(a));
+    // One master down: the extend still has a majority; the release reaches two.
+    sim.link(2, Link::Down);
+    sim.advance(100);
+    let lease_end = sim.cfg.lease_end(100);
+    assert_eq!(sim.renew(a), Outcome::Extended { lease_end });
+    assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
+    assert_eq!(sim.holders(), vec![None, None, Some(grant.token)]);
+    granted(DesignId::Redlock, sim.acquire(b));
+    // Two masters down: the extend fails and b gives up its grant.
+    sim.link(1, Link::Down);
+    assert_eq!(sim.renew(b), Outcome::NotHeld);
+    assert_eq!(sim.grant(b), None);
+}
+
+/// The acquire ran on every master but every reply was lost: the release that follows
+/// the failed quorum reaches the masters too and deletes the keys.
+#[test]
+fn redlock_cleans_up_after_lost_replies() {
+    let mut sim = redlock(3);
+    let a = sim.client();
+    sim.links(Link::ReplyLost);
+    let outcome = sim.acquire(a);
+    assert_eq!(outcome, Outcome::Denied(Denied::NoQuorum { granted: 0 }));
+    assert!(sim.free(), "{:?}", sim.holders());
+}
+
+/// Redlock's flaw without persistence: a master restarts empty and a second client
+/// gets a majority while the first still holds.
+#[test]
+fn redlock_a_master_restarting_empty_admits_a_second_holder() {
+    let mut sim = redlock(3);
+    let (a, b) = (sim.client(), sim.client());
+    sim.link(2, Link::Down);
+    let first = granted(DesignId::Redlock, sim.acquire(a));
+    sim.link(2, Link::Up);
+    sim.restart(1);
+    sim.advance(10);
+    let second = granted(DesignId::Redlock, sim.acquire(b));
+    let now = sim.now();
+    assert!(first.validity(now).is_some_and(|v| v > 0));
+    assert!(second.validity(now).is_some_and(|v| v > 0));
+    assert_eq!(
+        sim.holders(),
+        vec![
+            Some(first.token),
+            Some(second.token.clone()),
+            Some(second.token)
+        ]
+    );
+}
+
+/// setnx-expire's flaw: a crash between `SETNX` and `PEXPIRE` leaves a key without
+/// expiry, held forever.
+#[test]
+fn setnx_expire_a_crash_before_pexpire_holds_the_lock_forever() {
+    let mut sim = world(DesignId::SetnxExpire);
+    let (a, b) = (sim.client(), sim.client());
+    assert_eq!(sim.start(a, Op::Acquire), None);
+    assert_eq!(sim.deliver(a, 0), None, "the PEXPIRE is next");
+    sim.crash(a);
+    assert_eq!(sim.entry(0).map(|(_, at)| at), Some(None), "no expiry");
+    sim.advance(100 * TTL);
+    let outcome = sim.acquire(b);
+    assert!(turned_away(DesignId::SetnxExpire, &outcome), "{outcome:?}");
+}
+
+/// getset-timestamp's flaw on clock skew: a client whose clock runs ahead reads a live
+/// lock's expiry as past and steals it.
+#[test]
+fn getset_timestamp_a_fast_clock_steals_a_live_lock() {
+    let mut sim = world(DesignId::GetsetTimestamp);
+    let (a, b) = (sim.client(), sim.client());
+    granted(DesignId::GetsetTimestamp, sim.acquire(a));
+    sim.skew(b, millis(2 * TTL));
+    sim.advance(10);
+    granted(DesignId::GetsetTimestamp, sim.acquire(b));
+    let now = sim.now();
+    assert!(sim
+        .grant(a)
+        .and_then(|g| g.validity(now))
+        .is_some_and(|v| v > 0));
+    assert!(sim.grant(b).is_some());
+}
+
+/// getset-timestamp's flaw with two stealers: both read the same expired value; the
+/// first `GETSET` wins, the second loses but has already overwritten the winner's
+/// expiry with its own.
+#[test]
+fn getset_timestamp_the_losing_stealer_overwrites_the_winners_expiry() {
+    let mut sim = world(DesignId::GetsetTimestamp);
+    let (a, b, c) = (sim.client(), sim.client(), sim.client());
+    granted(DesignId::GetsetTimestamp, sim.acquire(a));
+    sim.advance(TTL + 1);
+    // c's clock runs ahead, so that its expiry differs from b's.
+    sim.skew(c, 300);
+    for stealer in [b, c] {
+        assert_eq!(sim.start(stealer, Op::Acquire), None);
+        assert_eq!(sim.deliver(stealer, 0), None, "SETNX fails");
+        assert_eq!(sim.deliver(stealer, 0), None, "GET sees the old expiry");
+    }
+    let won = granted(
+        DesignId::GetsetTimestamp,
+        sim.deliver(b, 0).expect("b's GETSET"),
+    );
+    let lost = sim.deliver(c, 0).expect("c's GETSET");
+    assert!(turned_away(DesignId::GetsetTimestamp, &lost), "{lost:?}");
+    let c_expiry = (sim.clock(c) + millis(TTL)).to_string();
+    assert_eq!(sim.holder(0), Some(c_expiry), "the loser's expiry");
+    assert_ne!(sim.holder(0), Some(won.token));
+    assert_eq!(
+        foreign(&sim),
+        vec![
+            Displaced {
+                by: b,
+                node: 0,
+                owner: Some(0)
+            },
+            Displaced {
+                by: c,
+                node: 0,
+                owner: Some(1)
+            }
+        ]
+    );
+}
+
+/// set-px-get-del's flaw: the key expires between the release's `GET` and its `DEL`,
+/// the next client takes it, and the `DEL` deletes the next holder's lock.
+#[test]
+fn set_px_get_del_deletes_the_next_holder_in_the_gap() {
+    let mut sim = world(DesignId::SetPxGetDel);
+    let (a, b) = (sim.client(), sim.client());
+    granted(DesignId::SetPxGetDel, sim.acquire(a));
+    sim.advance(TTL - 1);
+    assert_eq!(sim.start(a, Op::Release), None);
+    assert_eq!(sim.deliver(a, 0), None, "GET matches; DEL is next");
+    sim.advance(1);
+    let next = granted(DesignId::SetPxGetDel, sim.acquire(b));
+    assert_eq!(sim.holder(0), Some(next.token));
+    assert_eq!(sim.deliver(a, 0), Some(Outcome::Released { holds_left: 0 }));
+    assert!(sim.free());
+    assert!(sim.grant(b).is_some(), "b believes it holds the lock");
+    assert_eq!(
+        foreign(&sim),
+        vec![Displaced {
+            by: a,
+            node: 0,
+            owner: Some(1)
+        }]
+    );
+}
+
+/// lua-release's flaw: a holder paused past its lease still has its grant when the next
+/// client gets the lock; only a fencing token stops its late write.
+#[test]
+fn lua_release_a_paused_holder_is_stopped_only_by_fencing() {
+    let mut cfg = LockConfig::new(DesignId::LuaRelease, "lock", TTL);
+    cfg.fencing = true;
+    let mut sim = Sim::with_config(cfg);
+    let (a, b) = (sim.client(), sim.client());
+    let mut stock = Stock::new(10, Fencing::All);
+    let first = granted(DesignId::LuaRelease, sim.acquire(a));
+    let read = stock.read(first.fence).expect("a reads");
+    sim.advance(TTL + 1);
+    let second = granted(DesignId::LuaRelease, sim.acquire(b));
+    assert!(sim.grant(a).is_some(), "a's machine still holds its grant");
+    stock.write(second.fence, read - 1).expect("b writes");
+    assert_eq!(
+        stock.write(first.fence, read - 1),
+        Err(Rejected {
+            token: 1,
+            newest: 2
+        })
+    );
+    assert!(stock.consistent());
+}
