@@ -16,6 +16,10 @@ pub enum Command {
     SetNxPx { key: String, value: String, px: u64 },
     /// `GET key`: the value or nil.
     Get { key: String },
+    /// `EXISTS key`: 1 when the key exists, else 0.
+    Exists { key: String },
+    /// `SET key value PX ms`: `+OK`; always sets, whoever had the key.
+    SetPx { key: String, value: String, px: u64 },
     /// `GETSET key value`: the old value or nil; always sets (and clears any expiry).
     GetSet { key: String, value: String },
     /// `DEL key`: the number of keys removed.
@@ -38,7 +42,7 @@ impl Command {
     /// Whether the command changes data (and so is replicated).
     pub fn is_write(&self) -> bool {
         match self {
-            Command::Get { .. } | Command::Wait { .. } => false,
+            Command::Get { .. } | Command::Exists { .. } | Command::Wait { .. } => false,
             Command::Eval { script, .. } => script.is_write(),
             _ => true,
         }
@@ -50,6 +54,8 @@ impl Command {
             Command::SetNx { key, .. }
             | Command::SetNxPx { key, .. }
             | Command::Get { key }
+            | Command::Exists { key }
+            | Command::SetPx { key, .. }
             | Command::GetSet { key, .. }
             | Command::Del { key }
             | Command::PExpire { key, .. }
@@ -73,6 +79,14 @@ impl Command {
                 px.to_string(),
             ],
             Command::Get { key } => vec![s("GET"), key.clone()],
+            Command::Exists { key } => vec![s("EXISTS"), key.clone()],
+            Command::SetPx { key, value, px } => vec![
+                s("SET"),
+                key.clone(),
+                value.clone(),
+                s("PX"),
+                px.to_string(),
+            ],
             Command::GetSet { key, value } => vec![s("GETSET"), key.clone(), value.clone()],
             Command::Del { key } => vec![s("DEL"), key.clone()],
             Command::PExpire { key, ms } => vec![s("PEXPIRE"), key.clone(), ms.to_string()],

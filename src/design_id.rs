@@ -5,12 +5,14 @@ use std::str::FromStr;
 
 /// Every lock design locklab knows, by the id used in scenario files.
 ///
-/// The first five are the classic mistakes (see [`crate::pitfalls`]); the last four are
+/// The first seven are the classic mistakes (see [`crate::pitfalls`]); the last four are
 /// the designs offered for production use (see [`crate::design`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DesignId {
     /// `SETNX key token`, release by `DEL`: no expiry at all.
     NaiveSetnx,
+    /// `EXISTS key`, then `SET key token PX ttl` when it was 0; release by `DEL`.
+    ExistsSet,
     /// `SETNX`, then `PEXPIRE` as a second command; release by `DEL`.
     SetnxExpire,
     /// `SETNX key expiry-timestamp`; steal an expired lock with `GETSET`; release by `DEL`.
@@ -19,6 +21,8 @@ pub enum DesignId {
     SetPxDel,
     /// `SET NX PX`, release by `GET`, compare, then `DEL` (two commands).
     SetPxGetDel,
+    /// `SET NX PX`, Lua release, renewed every ttl/3 by `GET` (not nil?) then `PEXPIRE`.
+    GetExpireRenewal,
     /// `SET NX PX`, release by a Lua compare-and-delete.
     LuaRelease,
     /// `lua-release` plus a renewal (compare-and-pexpire) every ttl/3.
@@ -31,12 +35,14 @@ pub enum DesignId {
 
 impl DesignId {
     /// All designs, in the order of the design table.
-    pub const ALL: [DesignId; 9] = [
+    pub const ALL: [DesignId; 11] = [
         DesignId::NaiveSetnx,
+        DesignId::ExistsSet,
         DesignId::SetnxExpire,
         DesignId::GetsetTimestamp,
         DesignId::SetPxDel,
         DesignId::SetPxGetDel,
+        DesignId::GetExpireRenewal,
         DesignId::LuaRelease,
         DesignId::Watchdog,
         DesignId::Reentrant,
@@ -47,10 +53,12 @@ impl DesignId {
     pub fn as_str(self) -> &'static str {
         match self {
             DesignId::NaiveSetnx => "naive-setnx",
+            DesignId::ExistsSet => "exists-set",
             DesignId::SetnxExpire => "setnx-expire",
             DesignId::GetsetTimestamp => "getset-timestamp",
             DesignId::SetPxDel => "set-px-del",
             DesignId::SetPxGetDel => "set-px-get-del",
+            DesignId::GetExpireRenewal => "get-expire-renewal",
             DesignId::LuaRelease => "lua-release",
             DesignId::Watchdog => "watchdog",
             DesignId::Reentrant => "reentrant",
@@ -60,7 +68,10 @@ impl DesignId {
 
     /// Whether the design renews its lease while held (a watchdog task).
     pub fn renews(self) -> bool {
-        matches!(self, DesignId::Watchdog | DesignId::Reentrant)
+        matches!(
+            self,
+            DesignId::Watchdog | DesignId::Reentrant | DesignId::GetExpireRenewal
+        )
     }
 
     /// Whether the design talks to several independent masters.

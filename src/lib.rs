@@ -36,6 +36,7 @@ pub mod script;
 pub use command::{Command, Reply};
 pub use design_id::{DesignId, Fencing, UnknownDesign};
 pub use machine::{
-    Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, Request, Step,
+    Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, RenewalOnError,
+    Request, Step,
 };
 pub use script::{Script, ScriptHost};

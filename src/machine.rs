@@ -37,6 +37,35 @@ pub struct LockConfig {
     pub wait_replicas: u32,
     /// The `WAIT` timeout in milliseconds.
     pub wait_timeout_ms: u64,
+    /// Whether `watchdog` and `reentrant` run their renewal while held. Off is Redisson's
+    /// `lock(leaseTime, unit)`: with an explicit lease time no watchdog runs, and the
+    /// lease ends after the ttl whatever the holder is doing.
+    pub watchdog: bool,
+    /// What the renewal of `watchdog` and `reentrant` does after a renewal that got no
+    /// answer (a renewal answered "not ours" always stops it).
+    pub renewal_on_error: RenewalOnError,
+}
+
+/// What a renewing design's watchdog does after a renewal that got no answer.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum RenewalOnError {
+    /// Stop renewing this hold, as Redisson's `renewExpiration` does: it logs "Can't
+    /// update lock ... expiration" and does not reschedule itself. The holder keeps its
+    /// hold, and the lease runs out one ttl after the last renewal that ran.
+    #[default]
+    Stop,
+    /// Try again at the next interval (the lease runs out by itself if none succeeds).
+    Retry,
+}
+
+impl RenewalOnError {
+    /// The name used in scenario files and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            RenewalOnError::Stop => "stop",
+            RenewalOnError::Retry => "retry",
+        }
+    }
 }
 
 impl LockConfig {
@@ -58,6 +87,8 @@ impl LockConfig {
             fencing: false,
             wait_replicas: 0,
             wait_timeout_ms: 100,
+            watchdog: true,
+            renewal_on_error: RenewalOnError::Stop,
         }
     }
 
@@ -77,6 +108,11 @@ impl LockConfig {
     /// The ttl as a signed ms count (saturating at `Millis::MAX`, a lease that never ends).
     pub fn ttl_ms(&self) -> Millis {
         Millis::try_from(self.ttl).unwrap_or(Millis::MAX)
+    }
+
+    /// Whether holds are renewed while held: a design that renews, with its watchdog on.
+    pub fn renews(&self) -> bool {
+        self.design.renews() && self.watchdog
     }
 
     /// How often a renewing design renews: every ttl/3, as Redisson's watchdog.
@@ -205,13 +241,14 @@ pub(crate) enum Phase {
     #[default]
     Idle,
     /// An acquire is in flight; `step` counts its commands, `seen` is a value read on
-    /// the way (getset-timestamp), `holds` the holds before a re-entry.
+    /// the way (getset-timestamp), `outer` the hold a re-entry started from (kept if
+    /// the re-entry fails).
     Acquiring {
         token: String,
         started: Millis,
         step: u8,
         seen: Option<String>,
-        holds: u32,
+        outer: Option<Grant>,
     },
     Held(Grant),
     Releasing {
@@ -231,7 +268,7 @@ impl Phase {
             started,
             step: 0,
             seen: None,
-            holds: 0,
+            outer: None,
         }
     }
 
@@ -345,15 +382,22 @@ pub(crate) fn no_renewal() -> Step {
 pub struct LockMachine {
     core: Core,
     options: options::Options,
+    /// A renewal is outstanding.
+    renewal_in_flight: bool,
+    /// A renewal of the current hold got no answer under [`RenewalOnError::Stop`]: the
+    /// watchdog renews this hold no more.
+    renewal_stopped: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Core {
     NaiveSetnx(pitfalls::NaiveSetnx),
+    ExistsSet(pitfalls::ExistsSet),
     SetnxExpire(pitfalls::SetnxExpire),
     GetsetTimestamp(pitfalls::GetsetTimestamp),
     SetPxDel(pitfalls::SetPxDel),
     SetPxGetDel(pitfalls::SetPxGetDel),
+    GetExpireRenewal(pitfalls::GetExpireRenewal),
     LuaRelease(design::LuaRelease),
     Watchdog(design::Watchdog),
     Reentrant(design::Reentrant),
@@ -364,10 +408,12 @@ macro_rules! dispatch {
     ($core:expr, $p:ident => $body:expr) => {
         match $core {
             Core::NaiveSetnx($p) => $body,
+            Core::ExistsSet($p) => $body,
             Core::SetnxExpire($p) => $body,
             Core::GetsetTimestamp($p) => $body,
             Core::SetPxDel($p) => $body,
             Core::SetPxGetDel($p) => $body,
+            Core::GetExpireRenewal($p) => $body,
             Core::LuaRelease($p) => $body,
             Core::Watchdog($p) => $body,
             Core::Reentrant($p) => $body,
@@ -381,10 +427,12 @@ impl LockMachine {
     pub fn new(cfg: &LockConfig) -> Self {
         let core = match cfg.design {
             DesignId::NaiveSetnx => Core::NaiveSetnx(Default::default()),
+            DesignId::ExistsSet => Core::ExistsSet(Default::default()),
             DesignId::SetnxExpire => Core::SetnxExpire(Default::default()),
             DesignId::GetsetTimestamp => Core::GetsetTimestamp(Default::default()),
             DesignId::SetPxDel => Core::SetPxDel(Default::default()),
             DesignId::SetPxGetDel => Core::SetPxGetDel(Default::default()),
+            DesignId::GetExpireRenewal => Core::GetExpireRenewal(Default::default()),
             DesignId::LuaRelease => Core::LuaRelease(Default::default()),
             DesignId::Watchdog => Core::Watchdog(Default::default()),
             DesignId::Reentrant => Core::Reentrant(Default::default()),
@@ -393,6 +441,8 @@ impl LockMachine {
         LockMachine {
             core,
             options: Default::default(),
+            renewal_in_flight: false,
+            renewal_stopped: false,
         }
     }
 
@@ -409,6 +459,10 @@ impl LockMachine {
     pub fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
         if self.busy() {
             return Step::done(Outcome::Denied(Denied::Held { pttl: None }));
+        }
+        if self.core_ref().grant().is_none() {
+            // A fresh hold is renewed again; a re-entry keeps the hold's renewal as it is.
+            self.renewal_stopped = false;
         }
         let step = self.core().acquire(cfg, now, token);
         self.after_core(cfg, step)
@@ -427,7 +481,9 @@ impl LockMachine {
         if self.busy() {
             return Step::default();
         }
-        self.core().renew(cfg, now)
+        let step = self.core().renew(cfg, now);
+        self.renewal_in_flight = !step.sends.is_empty();
+        step
     }
 
     /// Whether `reply` to the command outstanding on `node` would give this machine the
@@ -456,6 +512,14 @@ impl LockMachine {
             return step;
         }
         let step = self.core().on_answer(cfg, node, answer, now);
+        if step.outcome.is_some() && std::mem::take(&mut self.renewal_in_flight) {
+            // A renewal that got no answer leaves the hold in place.
+            if matches!(step.outcome, Some(Outcome::Unavailable { .. }))
+                && cfg.renewal_on_error == RenewalOnError::Stop
+            {
+                self.renewal_stopped = true;
+            }
+        }
         self.after_core(cfg, step)
     }
 
@@ -471,6 +535,14 @@ impl LockMachine {
             Some(Outcome::Acquired(grant)) => self.options.start(cfg, grant),
             _ => step,
         }
+    }
+
+    /// Whether the watchdog should go on renewing: the design renews while held, a
+    /// grant is held, and no renewal of this hold has stopped it
+    /// ([`LockConfig::renewal_on_error`]). The driver's renewal task and the model's
+    /// renewal action both ask this.
+    pub fn renewing(&self, cfg: &LockConfig) -> bool {
+        cfg.renews() && !self.renewal_stopped && self.grant().is_some()
     }
 
     /// Whether a command is outstanding.

@@ -107,6 +107,16 @@ async fn set_px_del_basics() {
 }
 
 #[tokio::test]
+async fn exists_set_basics() {
+    basics(DesignId::ExistsSet).await;
+}
+
+#[tokio::test]
+async fn get_expire_renewal_basics() {
+    basics(DesignId::GetExpireRenewal).await;
+}
+
+#[tokio::test]
 async fn set_px_get_del_basics() {
     basics(DesignId::SetPxGetDel).await;
 }

@@ -9,7 +9,7 @@
 mod sim;
 
 use locklab::resource::{Rejected, Stock};
-use locklab::{Denied, DesignId, Fencing, Grant, LockConfig, Outcome};
+use locklab::{Denied, DesignId, Fencing, Grant, LockConfig, Outcome, RenewalOnError};
 use locklab_model::redis::Value;
 use sim::{millis, Displaced, Link, Op, Sim, TTL};
 
@@ -24,10 +24,14 @@ struct Expect {
     owner_checked_release: bool,
     /// It has a renewal command.
     extends: bool,
+    /// Its renewal extends only the caller's own lock.
+    renewal_checks_owner: bool,
     /// Its holder may take it again.
     reentrant: bool,
     /// The key left by an acquire whose reply was lost still runs out.
     orphan_expires: bool,
+    /// Its acquire's first command writes the key (exists-set's only looks).
+    acquire_writes_first: bool,
 }
 
 /// Exhaustive on purpose: a new design has to say what it promises here.
@@ -37,12 +41,15 @@ fn expect(design: DesignId) -> Expect {
         expires: true,
         owner_checked_release: false,
         extends: false,
+        renewal_checks_owner: false,
         reentrant: false,
         orphan_expires: true,
+        acquire_writes_first: true,
     };
     let lua = Expect {
         owner_checked_release: true,
         extends: true,
+        renewal_checks_owner: true,
         ..pitfall
     };
     match design {
@@ -56,7 +63,16 @@ fn expect(design: DesignId) -> Expect {
             orphan_expires: false,
             ..pitfall
         },
+        DesignId::ExistsSet => Expect {
+            acquire_writes_first: false,
+            ..pitfall
+        },
         DesignId::GetsetTimestamp | DesignId::SetPxDel => pitfall,
+        // Its renewal checks that some key is there, not whose.
+        DesignId::GetExpireRenewal => Expect {
+            renewal_checks_owner: false,
+            ..lua
+        },
         DesignId::SetPxGetDel => Expect {
             owner_checked_release: true,
             ..pitfall
@@ -295,7 +311,7 @@ fn renewal_extends_the_lease_where_the_design_has_one() {
 fn renewal_after_the_lease_ran_out_reports_not_held() {
     for design in DesignId::ALL {
         let e = expect(design);
-        if !e.extends {
+        if !e.renewal_checks_owner {
             continue;
         }
         let mut sim = world(design);
@@ -397,6 +413,11 @@ fn a_lost_acquire_reply_leaves_an_orphan() {
             "{design}"
         );
         assert_eq!(sim.grant(a), None, "{design}");
+        if !e.acquire_writes_first {
+            // Only the check ran; it left nothing behind.
+            assert!(sim.free(), "{design}");
+            continue;
+        }
         assert!(!sim.free(), "{design}: the orphan");
         sim.links(Link::Up);
         let outcome = sim.acquire(b);
@@ -468,6 +489,110 @@ fn reentrant_counts_holds_and_names_its_owner() {
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
     assert!(sim.free());
     assert_eq!(sim.release(a), Outcome::NotHeld);
+}
+
+/// A re-entry that gets no answer, or finds the key taken, keeps the outer hold: the
+/// holder still believes it holds the lock (Redis may still have it) and its watchdog
+/// goes on; the next renewal tells whether the lock is still ours.
+#[test]
+fn a_failed_reentry_keeps_the_outer_hold() {
+    let design = DesignId::Reentrant;
+    let mut sim = world(design);
+    let (a, b) = (sim.client(), sim.client());
+    let grant = granted(design, sim.acquire(a));
+    sim.links(Link::Down);
+    assert_eq!(
+        sim.acquire(a),
+        Outcome::Denied(Denied::Unavailable { node: 0 })
+    );
+    assert_eq!(sim.grant(a), Some(grant.clone()), "the outer hold stays");
+    assert!(sim.renewing(a), "and is still renewed");
+    sim.links(Link::Up);
+    // Still ours in Redis: it renews and releases as one hold.
+    assert!(matches!(sim.renew(a), Outcome::Extended { .. }));
+    // The lease runs out, another client takes the lock, and the re-entry is denied.
+    sim.advance(TTL + 1);
+    granted(design, sim.acquire(b));
+    let outcome = sim.acquire(a);
+    assert!(
+        matches!(outcome, Outcome::Denied(Denied::Held { pttl: Some(p) }) if p > 0),
+        "{outcome:?}"
+    );
+    assert_eq!(sim.grant(a).map(|g| g.holds), Some(1), "still one hold");
+    assert_eq!(sim.renew(a), Outcome::NotHeld, "the renewal finds it gone");
+    assert_eq!(sim.grant(a), None);
+}
+
+/// An inner unlock takes one hold off the local count whatever Redis answered, as
+/// Redisson's does: one that gets no answer leaves the outer hold, still renewed; the
+/// last local hold ends the hold even if Redis counts more (the key then expires).
+#[test]
+fn an_unanswered_inner_unlock_keeps_the_outer_hold() {
+    let design = DesignId::Reentrant;
+    let mut sim = world(design);
+    let (a, b) = (sim.client(), sim.client());
+    let grant = granted(design, sim.acquire(a));
+    granted(design, sim.acquire(a));
+    sim.links(Link::Down);
+    assert_eq!(sim.release(a), Outcome::Unavailable { node: 0 });
+    assert_eq!(sim.grant(a).map(|g| g.holds), Some(1), "the outer hold");
+    assert!(sim.renewing(a));
+    sim.links(Link::Up);
+    // Redis still counts two holds (the unlock never arrived): the outer unlock is
+    // answered 0 and ends the hold here; the key runs out by itself, unrenewed.
+    assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
+    assert_eq!(sim.grant(a), None);
+    assert!(!sim.renewing(a));
+    assert_eq!(sim.value(0), Some(Value::Hash(vec![(grant.token, 1)])));
+    sim.advance(TTL + 1);
+    granted(design, sim.acquire(b));
+}
+
+/// A renewal that gets no answer stops the watchdog by default, as Redisson's does; with
+/// `RenewalOnError::Retry` it goes on. Either way the hold stays, with its old lease, and
+/// a fresh hold is renewed again.
+#[test]
+fn a_renewal_without_answer_stops_the_watchdog_unless_told_to_retry() {
+    for design in [DesignId::Watchdog, DesignId::Reentrant] {
+        for on_error in [RenewalOnError::Stop, RenewalOnError::Retry] {
+            let mut cfg = LockConfig::new(design, "lock", TTL);
+            cfg.renewal_on_error = on_error;
+            let mut sim = Sim::with_config(cfg);
+            let a = sim.client();
+            let grant = granted(design, sim.acquire(a));
+            assert!(sim.renewing(a), "{design}");
+            sim.links(Link::ReplyLost);
+            assert_eq!(sim.renew(a), Outcome::Unavailable { node: 0 }, "{design}");
+            assert_eq!(sim.grant(a), Some(grant.clone()), "{design}: hold kept");
+            assert_eq!(
+                sim.renewing(a),
+                on_error == RenewalOnError::Retry,
+                "{design} {on_error:?}"
+            );
+            sim.links(Link::Up);
+            if design == DesignId::Reentrant {
+                // A re-entry does not restart a stopped renewal.
+                granted(design, sim.acquire(a));
+                assert_eq!(sim.renewing(a), on_error == RenewalOnError::Retry);
+                assert_eq!(sim.release(a), Outcome::Released { holds_left: 1 });
+            }
+            assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
+            assert!(!sim.renewing(a), "{design}: nothing held");
+            granted(design, sim.acquire(a));
+            assert!(sim.renewing(a), "{design}: a fresh hold is renewed");
+        }
+    }
+}
+
+/// Designs that do not renew never ask for a renewal.
+#[test]
+fn only_renewing_designs_renew() {
+    for design in DesignId::ALL {
+        let mut sim = world(design);
+        let a = sim.client();
+        granted(design, sim.acquire(a));
+        assert_eq!(sim.renewing(a), design.renews(), "{design}");
+    }
 }
 
 fn redlock(masters: usize) -> Sim {
@@ -697,6 +822,65 @@ fn set_px_get_del_deletes_the_next_holder_in_the_gap() {
     assert_eq!(sim.deliver(a, 0), Some(Outcome::Released { holds_left: 0 }));
     assert!(sim.free());
     assert!(sim.grant(b).is_some(), "b believes it holds the lock");
+    assert_eq!(
+        foreign(&sim),
+        vec![Displaced {
+            by: a,
+            node: 0,
+            owner: Some(1)
+        }]
+    );
+}
+
+/// exists-set's flaw: both clients check before either sets, both see no key, and
+/// both set it: two holders with no fault at all.
+#[test]
+fn exists_set_two_clients_both_see_no_key() {
+    let design = DesignId::ExistsSet;
+    let mut sim = world(design);
+    let (a, b) = (sim.client(), sim.client());
+    assert_eq!(sim.start(a, Op::Acquire), None);
+    assert_eq!(sim.start(b, Op::Acquire), None);
+    assert_eq!(sim.deliver(a, 0), None, "EXISTS 0; SET is next");
+    assert_eq!(sim.deliver(b, 0), None, "EXISTS 0 for b too");
+    granted(design, sim.deliver(a, 0).unwrap());
+    let next = granted(design, sim.deliver(b, 0).unwrap());
+    assert!(
+        sim.grant(a).is_some() && sim.grant(b).is_some(),
+        "both hold"
+    );
+    assert_eq!(sim.holder(0), Some(next.token), "b's SET overwrote a's");
+    // Checked one after the other, the second client is turned away.
+    let mut sim = world(design);
+    let (a, b) = (sim.client(), sim.client());
+    granted(design, sim.acquire(a));
+    assert_eq!(sim.acquire(b), Outcome::Denied(Denied::Held { pttl: None }));
+}
+
+/// get-expire-renewal's flaw: a holder whose lease ran out renews the lock the next
+/// client has taken since (its GET finds a key, whose it does not ask) and believes its
+/// own lease extended.
+#[test]
+fn get_expire_renewal_extends_the_next_holders_lock() {
+    let design = DesignId::GetExpireRenewal;
+    let mut sim = world(design);
+    let (a, b) = (sim.client(), sim.client());
+    granted(design, sim.acquire(a));
+    sim.advance(TTL + 1);
+    let next = granted(design, sim.acquire(b));
+    sim.advance(10);
+    let outcome = sim.renew(a);
+    assert!(matches!(outcome, Outcome::Extended { .. }), "{outcome:?}");
+    assert!(
+        sim.grant(a).is_some() && sim.grant(b).is_some(),
+        "both hold"
+    );
+    assert_eq!(sim.holder(0), Some(next.token));
+    assert_eq!(
+        sim.entry(0).and_then(|(_, at)| at),
+        Some(1_011 + 1_000),
+        "b's expiry moved by a"
+    );
     assert_eq!(
         foreign(&sim),
         vec![Displaced {

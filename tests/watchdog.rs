@@ -7,7 +7,7 @@ mod common;
 
 use common::{ms, Raw, Redis};
 use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
-use locklab::DesignId;
+use locklab::{DesignId, RenewalOnError};
 
 const TTL: u64 = 300;
 
@@ -232,4 +232,61 @@ async fn reentrant_counts_nest() {
         a.release(g).await.unwrap();
         assert_eq!(raw.exists(&key).await, i < 2);
     }
+}
+
+/// A renewal that gets no answer (the node answers nobody for longer than the command
+/// timeout) stops the renewal task by default, as Redisson's watchdog: the key then
+/// expires under a holder that still has its guard. With `RenewalOnError::Retry` the
+/// next renewal goes through and the lock stays.
+async fn renewal_without_answer(design: DesignId, on_error: RenewalOnError) {
+    const LONG: u64 = 900; // renewals every 300 ms
+    let redis = Redis::start(1).await;
+    let url = redis.url(0);
+    let raw = Raw::new(&url).await;
+    let key = common::key("renewal-error");
+    let a = LockBuilder::new(design)
+        .key(&key)
+        .node(&url)
+        .ttl(ms(LONG))
+        .command_timeout(ms(50))
+        .renewal_on_error(on_error)
+        .build()
+        .await
+        .unwrap();
+    let started = tokio::time::Instant::now();
+    let g = a.try_acquire().await.unwrap().unwrap();
+    // The node is silent from 200 to 500 ms: the renewal due at 300 ms times out.
+    tokio::time::sleep_until(started + ms(200)).await;
+    raw.client_pause(300).await;
+    tokio::time::sleep_until(started + ms(600)).await;
+    match on_error {
+        RenewalOnError::Stop => {
+            // The late renewal may still run when the node wakes (500 ms): gone by 1400.
+            assert!(
+                raw.gone_within(&key, ms(2 * LONG)).await,
+                "{design}: renewal stopped, the key expires"
+            );
+            assert!(!g.is_lost(), "{design}: the holder does not know");
+        }
+        RenewalOnError::Retry => {
+            tokio::time::sleep_until(started + ms(2 * LONG)).await;
+            assert!(raw.exists(&key).await, "{design}: renewed again");
+            assert!(a.release(g).await.is_ok());
+        }
+    }
+}
+
+#[tokio::test]
+async fn watchdog_stops_after_a_renewal_without_answer() {
+    renewal_without_answer(DesignId::Watchdog, RenewalOnError::Stop).await;
+}
+
+#[tokio::test]
+async fn watchdog_retries_after_a_renewal_without_answer_when_told() {
+    renewal_without_answer(DesignId::Watchdog, RenewalOnError::Retry).await;
+}
+
+#[tokio::test]
+async fn reentrant_stops_after_a_renewal_without_answer() {
+    renewal_without_answer(DesignId::Reentrant, RenewalOnError::Stop).await;
 }

@@ -27,6 +27,8 @@ pub enum Cause {
     Restart,
     /// A client-to-node link was cut.
     Partition,
+    /// A reply was lost after its command ran.
+    LostReply,
     /// A clock jumped.
     ClockJump,
 }
@@ -50,7 +52,8 @@ impl Cause {
             A::Failover(..) => Some(Cause::Failover),
             A::SplitBrain(..) => Some(Cause::SplitBrain),
             A::Restart(_) => Some(Cause::Restart),
-            A::Partition(..) | A::LoseReply(..) => Some(Cause::Partition),
+            A::Partition(..) => Some(Cause::Partition),
+            A::LoseReply(..) => Some(Cause::LostReply),
             A::NodeClockJump(_) | A::ClientClockJump(_) | A::NodeDrift(_) => Some(Cause::ClockJump),
             A::Tick
             | A::Acquire(_)
@@ -93,6 +96,25 @@ const ATOMIC_EXPIRY: Fix = Fix {
           holder's lock always expires after ttl.",
 };
 
+const ONE_COMMAND_ACQUIRE: Fix = Fix {
+    remedy: "check and take the lock in one command: SET key token NX PX ttl (design \
+             lua-release)",
+    why: "EXISTS followed by SET leaves a round trip between the check and the act: \
+          another client can check in between, see no key either, and both set it. NX \
+          makes Redis do the check and the set as one step, so exactly one of them gets \
+          OK.",
+};
+
+const RENEW_OWN_LOCK: Fix = Fix {
+    remedy: "renew with the Lua compare-and-pexpire script (design watchdog): extend the \
+             key only if its value is still my token",
+    why: "A renewal that only checks that some key exists (GET is not null, then \
+          EXPIRE) extends whatever lock is there: a holder whose lease already ran out \
+          renews the next holder's lock and believes its own lease extended. The script \
+          checks the owner and extends in one atomic step, so a renewal fails once the \
+          lock is no longer ours.",
+};
+
 const COMPARE_AND_DELETE: Fix = Fix {
     remedy: "release with the Lua compare-and-delete script (design lua-release): delete \
              the key only if its value is still my token",
@@ -127,6 +149,26 @@ const RENEWAL_MARGIN: Fix = Fix {
     why: "The watchdog did renew, but its compare-and-pexpire reached Redis after the key \
           had already expired, and by then another client had the lock. Renewal keeps a \
           lease only if each renewal lands before the previous lease ends.",
+};
+
+const RENEWAL_STOPPED: Fix = Fix {
+    remedy: "keep renewing after a failed renewal (renewal_on_error = \"retry\"; in \
+             Redisson, a watchdog that reschedules itself on error), and fence the \
+             resource (fencing = \"all\")",
+    why: "One renewal got no answer and the watchdog stopped, as Redisson's renewExpiration \
+          does: it logs \"Can't update lock ... expiration\" and never runs again. The \
+          holder went on working, its lease ran out one ttl after the last renewal that \
+          ran, and the next client got in. A watchdog that tries again at the next \
+          interval keeps the lease while any renewal gets through.",
+};
+
+const EXPLICIT_LEASE: Fix = Fix {
+    remedy: "take the lock without an explicit lease time, so that the watchdog renews it \
+             (watchdog = true; in Redisson, lock() rather than lock(leaseTime, unit)), or \
+             a lease longer than the worst-case critical section; and fence the resource",
+    why: "With an explicit leaseTime Redisson schedules no renewal: the lease ends after \
+          leaseTime whatever the holder is doing, and a critical section that runs longer \
+          shares the lock with the next client.",
 };
 
 const PAUSE_BEYOND_LEASE: Fix = Fix {
@@ -223,6 +265,10 @@ const TABLE: &[(Key, Fix)] = &[
         (Some(GetsetTimestamp), OwnerOnlyRelease, None, None),
         TOKEN_NOT_TIMESTAMP,
     ),
+    (
+        (Some(GetExpireRenewal), OwnerOnlyRelease, None, None),
+        RENEW_OWN_LOCK,
+    ),
     ((None, OwnerOnlyRelease, None, None), COMPARE_AND_DELETE),
     // Two holders at once.
     (
@@ -231,8 +277,24 @@ const TABLE: &[(Key, Fix)] = &[
     ),
     ((Some(Redlock), MutualExclusion, None, None), REDLOCK_TIMING),
     (
+        (Some(ExistsSet), MutualExclusion, Some(Timing), None),
+        ONE_COMMAND_ACQUIRE,
+    ),
+    (
+        (Some(GetExpireRenewal), MutualExclusion, None, None),
+        RENEW_OWN_LOCK,
+    ),
+    (
         (Some(Watchdog), MutualExclusion, Some(Timing), None),
         RENEWAL_MARGIN,
+    ),
+    (
+        (Some(Watchdog), MutualExclusion, Some(LostReply), None),
+        RENEWAL_STOPPED,
+    ),
+    (
+        (Some(Reentrant), MutualExclusion, Some(LostReply), None),
+        RENEWAL_STOPPED,
     ),
     ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
     (
@@ -281,7 +343,13 @@ pub fn for_trace(trace: &Trace) -> Option<Fix> {
         _ => Fencing::Off,
     };
     let property = trace.property().ok()?;
-    Some(fix(design, property, Cause::of(trace), fencing))
+    let cause = Cause::of(trace);
+    let watchdog = trace.scenario.get("watchdog").and_then(|w| w.as_bool());
+    if design.renews() && watchdog == Some(false) && property == MutualExclusion {
+        // The design's watchdog is off: no renewal failed, none ran.
+        return Some(EXPLICIT_LEASE);
+    }
+    Some(fix(design, property, cause, fencing))
 }
 
 #[cfg(test)]
@@ -291,7 +359,7 @@ mod tests {
     #[test]
     fn every_design_property_and_cause_has_a_fix() {
         let causes = [
-            Timing, Pause, Crash, Failover, SplitBrain, Restart, Partition, ClockJump,
+            Timing, Pause, Crash, Failover, SplitBrain, Restart, Partition, LostReply, ClockJump,
         ];
         for d in DesignId::ALL {
             for p in Property::ALL {

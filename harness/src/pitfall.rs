@@ -46,6 +46,19 @@ fn design_pattern(design: DesignId) -> Pattern {
                       to release it. The article's next step adds an expiry because a holder \
                       that dies never deletes the key.",
         },
+        DesignId::ExistsSet => Pattern {
+            seeds: seed!(3),
+            pattern: "the article's first scheme: look for the key (existsKey), and if it is \
+                      not there, set it. The check and the set are two commands, so two \
+                      clients can both find no key and both take the lock.",
+        },
+        DesignId::GetExpireRenewal => Pattern {
+            seeds: seed!(0),
+            pattern: "the hand-rolled renewal: a scheduled executor that, every few seconds, \
+                      checks that the key is still there (GET is not null) and extends it \
+                      with EXPIRE, without asking whose it is, so it renews a lock that now \
+                      belongs to someone else.",
+        },
         DesignId::SetnxExpire => Pattern {
             seeds: concat!(seed!(1), "; ", seed!(3)),
             pattern: "the classic wrong acquire: SETNX, then EXPIRE as a second command \
@@ -115,6 +128,26 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
             pattern: "the process-pause critique from the Redlock debate: a stop-the-world \
                       pause (or a clock jump) longer than the lease lets the lock expire \
                       under a holder that then carries on as if it still held it.",
+        });
+    }
+    if scenario.design.renews() && !scenario.watchdog {
+        out.push(Pattern {
+            seeds: seed!(0),
+            pattern: "Redisson's lock with an explicit leaseTime: lock(leaseTime, unit) \
+                      schedules no watchdog, so the lease ends after leaseTime whatever the \
+                      holder is doing.",
+        });
+    }
+    if scenario.design.renews()
+        && scenario.watchdog
+        && (faults.lost_replies > 0 || faults.partitions > 0)
+    {
+        out.push(Pattern {
+            seeds: seed!(0),
+            pattern: "Redisson's renewExpiration: a renewal that fails logs \"Can't update \
+                      lock ... expiration\" and is not rescheduled, so one lost renewal ends \
+                      the watchdog while the holder works on (renewal_on_error = \"stop\", \
+                      the default; \"retry\" tries again).",
         });
     }
     if scenario.fencing != Fencing::Off {

@@ -84,7 +84,9 @@ impl Key {
 enum Op {
     SetNx(Key, &'static str),
     SetNxPx(Key, &'static str, u64),
+    SetPx(Key, &'static str, u64),
     Get(Key),
+    Exists(Key),
     GetSet(Key, &'static str),
     Del(Key),
     PExpire(Key, u64),
@@ -107,7 +109,13 @@ impl Op {
                 value: v.to_string(),
                 px: ms(*ttl),
             },
+            Op::SetPx(key, v, ttl) => Command::SetPx {
+                key: k(key),
+                value: v.to_string(),
+                px: ms(*ttl),
+            },
             Op::Get(key) => Command::Get { key: k(key) },
+            Op::Exists(key) => Command::Exists { key: k(key) },
             Op::GetSet(key, v) => Command::GetSet {
                 key: k(key),
                 value: v.to_string(),
@@ -140,7 +148,9 @@ impl Op {
         match self {
             Op::SetNx(..) => "SETNX",
             Op::SetNxPx(..) => "SET NX PX",
+            Op::SetPx(..) => "SET PX",
             Op::Get(_) => "GET",
+            Op::Exists(_) => "EXISTS",
             Op::GetSet(..) => "GETSET",
             Op::Del(_) => "DEL",
             Op::PExpire(..) => "PEXPIRE",
@@ -198,13 +208,16 @@ fn random_op(rng: &mut ChaCha8Rng, flavor: Flavor) -> Op {
             70..85 => Op::Eval(Script::ReentrantRenew, key, owner, ttl),
             85..90 => Op::Del(key),
             90..95 => Op::PExpire(key, ttl),
-            _ => Op::Get(key),
+            95..98 => Op::Get(key),
+            _ => Op::Exists(key),
         };
     }
     match rng.random_range(0..100) {
-        0..16 => Op::SetNxPx(key, value, ttl),
+        0..12 => Op::SetNxPx(key, value, ttl),
+        12..16 => Op::SetPx(key, value, ttl),
         16..22 => Op::SetNx(key, value),
-        22..32 => Op::Get(key),
+        22..28 => Op::Get(key),
+        28..32 => Op::Exists(key),
         32..40 => Op::GetSet(key, value),
         40..48 => Op::Del(key),
         48..56 => Op::PExpire(key, ttl),

@@ -109,11 +109,13 @@ pub struct Program {
 
 impl Program {
     /// The program every client of `design` runs once it holds the lock. A re-entrant
-    /// holder re-enters at once and drops the inner hold mid-way, so a wrong hold count
-    /// shows up as a second client inside the critical section.
+    /// holder re-enters at once and drops the inner hold before its work, so a wrong
+    /// hold count shows up as a second client inside the critical section. A denied
+    /// re-entry skips the inner release (`if lock.tryLock() { ... unlock() }`) and the
+    /// holder goes on with its work under the outer hold.
     pub fn of(design: DesignId) -> Self {
         let ops = if design == DesignId::Reentrant {
-            vec![Op::Reenter, Op::Read, Op::Release, Op::Write, Op::Release]
+            vec![Op::Reenter, Op::Release, Op::Read, Op::Write, Op::Release]
         } else {
             vec![Op::Read, Op::Write, Op::Release]
         };
@@ -311,7 +313,13 @@ impl Program {
                 if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
                     *fence = Some(f);
                 }
-                let pc = pc + 1;
+                let reentered = matches!(outcome, Outcome::Acquired(_));
+                let pc = if self.op(pc) == Some(Op::Reenter) && !reentered {
+                    // No inner hold to release.
+                    pc + 2
+                } else {
+                    pc + 1
+                };
                 if usize::from(pc) >= self.ops.len() {
                     (Phase::Done, Change::Answered { done: true })
                 } else {
@@ -334,12 +342,41 @@ impl Program {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locklab::Denied;
+
+    #[test]
+    fn a_denied_reentry_skips_the_inner_release() {
+        let p = Program::of(DesignId::Reentrant);
+        let waiting = Phase::Waiting {
+            pc: 0,
+            read: None,
+            worked: 0,
+        };
+        let (mut phase, mut fence) = (waiting.clone(), None);
+        let denied = Outcome::Denied(Denied::Unavailable { node: 0 });
+        assert_eq!(
+            p.on_outcome(&mut phase, &mut fence, 0, denied),
+            Change::Answered { done: false }
+        );
+        assert_eq!(p.op(2), Some(Op::Read));
+        assert!(matches!(phase, Phase::Critical { pc: 2, .. }), "{phase:?}");
+        let grant = Grant {
+            token: "t".into(),
+            lease_end: Some(5),
+            fence: None,
+            holds: 2,
+        };
+        let mut phase = waiting;
+        p.on_outcome(&mut phase, &mut fence, 0, Outcome::Acquired(grant));
+        assert_eq!(p.op(1), Some(Op::Release));
+        assert!(matches!(phase, Phase::Critical { pc: 1, .. }), "{phase:?}");
+    }
 
     #[test]
     fn a_rejected_read_skips_to_the_last_release() {
         let p = Program::of(DesignId::Reentrant);
         let mut phase = Phase::Critical {
-            pc: 1,
+            pc: 2,
             read: None,
             worked: 0,
         };

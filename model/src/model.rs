@@ -315,6 +315,8 @@ impl LockModel {
         cfg.drift_ms = u64::from(scenario.timing.drift_allowance);
         cfg.fencing = scenario.fencing.enabled();
         cfg.wait_replicas = scenario.wait_replicas;
+        cfg.renewal_on_error = scenario.renewal_on_error;
+        cfg.watchdog = scenario.watchdog;
         Self::with_config(scenario, cfg)
     }
 
@@ -357,10 +359,9 @@ impl LockModel {
     }
 
     fn renew_due(&self, c: &Client) -> bool {
-        self.scenario.design.renews()
-            && c.holding()
+        c.holding()
             && !c.machine.busy()
-            && c.machine.grant().is_some()
+            && c.machine.renewing(&self.cfg)
             && u64::from(c.since_renew) >= self.cfg.renew_interval()
     }
 
@@ -584,7 +585,7 @@ impl LockModel {
                 c.waited = c.waited.saturating_add(1);
             }
             self.program.on_tick(&mut c.phase, work);
-            if self.scenario.design.renews() && c.machine.grant().is_some() {
+            if c.machine.renewing(&self.cfg) {
                 c.since_renew =
                     u8::try_from((u64::from(c.since_renew) + 1).min(self.cfg.renew_interval()))
                         .expect("since_renew counts ticks, at most the horizon");
@@ -630,10 +631,11 @@ impl LockModel {
     }
 
     /// Run `command` of client `i` (sent on slot `m`) on `node`. A command that removes
-    /// or changes an entry another client holds breaks `owner_only_release`, unless it is
-    /// a GETSET that wins the lock: the seed's owner problems are a release that deletes
-    /// another's lock and a losing stealer's GETSET, not the winning steal (which
-    /// `mutual_exclusion` judges).
+    /// or changes an entry another client holds (a DEL, an overwrite, a PEXPIRE) breaks
+    /// `owner_only_release`, unless it is a GETSET or plain SET that wins the lock: the
+    /// seeds' owner problems are a release that deletes another's lock, a losing
+    /// stealer's GETSET and a renewal of a lock that is no longer ours, not the write
+    /// that takes the lock (which `mutual_exclusion` judges).
     fn execute(&self, s: &mut State, i: usize, m: usize, node: usize, command: &Command) -> Reply {
         if let Command::Wait { .. } = command {
             let data = &s.nodes[node].data;
@@ -649,7 +651,9 @@ impl LockModel {
         let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i));
         let reply = exec.run(command);
         let mut displaced = std::mem::take(&mut exec.effect.displaced);
-        if matches!(command, Command::GetSet { .. }) && self.wins_with(s, i, m, &reply) {
+        if matches!(command, Command::GetSet { .. } | Command::SetPx { .. })
+            && self.wins_with(s, i, m, &reply)
+        {
             displaced.clear();
         }
         if before.is_some_and(|b| b != s.nodes[node].data) {
@@ -731,11 +735,8 @@ impl LockModel {
         }
         let owner = e.owner.map(|o| &s.clients[o as usize]);
         let believed = owner.is_some_and(|c| c.phase.claims());
-        let kept_alive = owner.is_some_and(|c| {
-            c.phase != Phase::Crashed
-                && self.scenario.design.renews()
-                && c.machine.grant().is_some()
-        });
+        let kept_alive =
+            owner.is_some_and(|c| c.phase != Phase::Crashed && c.machine.renewing(&self.cfg));
         !believed && (e.expires_at.is_none() || kept_alive)
     }
 

@@ -140,6 +140,14 @@ impl<'a> Exec<'a> {
                 }
             }
             Command::Get { key } => r(self.string(key).map(|v| v.map_or(Reply::Nil, Reply::Bulk))),
+            Command::Exists { key } => Reply::Int(i64::from(self.data.entry(key).is_some())),
+            Command::SetPx { key, value, px } => {
+                let at = self
+                    .clock
+                    .saturating_add(i64::try_from(*px).unwrap_or(i64::MAX));
+                self.write(key, Value::Str(value.clone()), Some(at));
+                Reply::Ok
+            }
             Command::GetSet { key, value } => r(self.string(key).map(|old| {
                 self.write(key, Value::Str(value.clone()), None);
                 old.map_or(Reply::Nil, Reply::Bulk)
@@ -205,6 +213,8 @@ impl ScriptHost for Exec<'_> {
         match self.data.entry_mut(key) {
             Some(e) => {
                 e.expires_at = Some(at);
+                // Changing the expiry of another client's entry changes its lock.
+                self.effect.displaced.push(e.owner);
                 1
             }
             None => 0,

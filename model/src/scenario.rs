@@ -23,6 +23,11 @@
 //!   access, `"writes"` only writes, `false` or `"off"` none.
 //! - `wait_replicas` (integer, default 0): `WAIT n` after acquiring; at most
 //!   `topology.replicas`.
+//! - `watchdog` (boolean, default `true`; `watchdog` and `reentrant` only): `false` is
+//!   Redisson's `lock(leaseTime, unit)`, an explicit lease time with no watchdog.
+//! - `renewal_on_error` (string, default `"stop"`; `watchdog` and `reentrant` only): what
+//!   the watchdog does after a renewal that got no answer. `"stop"`: it renews that
+//!   hold no more, as Redisson's watchdog; `"retry"`: it tries again next interval.
 //!
 //! `[topology]`:
 //! - `masters` (default 1): independent masters; more than 1 only for `redlock`; at most 7.
@@ -70,7 +75,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use locklab::{DesignId, Fencing};
+use locklab::{DesignId, Fencing, RenewalOnError};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use toml::de::{DeTable, DeValue};
@@ -115,6 +120,10 @@ pub struct Scenario {
     pub fencing: Fencing,
     /// `wait_replicas`: `WAIT n` after acquiring (0 = no WAIT).
     pub wait_replicas: u32,
+    /// `watchdog`: whether a renewing design's watchdog runs.
+    pub watchdog: bool,
+    /// `renewal_on_error`: the watchdog after a renewal that got no answer.
+    pub renewal_on_error: RenewalOnError,
     /// `[topology]`.
     pub topology: Topology,
     /// `[clients]`.
@@ -402,12 +411,14 @@ fn fencing_str(fencing: Fencing) -> &'static str {
 /// `"off"`/`"writes"`/`"all"`), plus `path`: for JSON traces and reports.
 impl Serialize for Scenario {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut s = serializer.serialize_struct("Scenario", 11)?;
+        let mut s = serializer.serialize_struct("Scenario", 13)?;
         s.serialize_field("name", &self.name)?;
         s.serialize_field("design", self.design.as_str())?;
         s.serialize_field("summary", &self.summary)?;
         s.serialize_field("fencing", fencing_str(self.fencing))?;
         s.serialize_field("wait_replicas", &self.wait_replicas)?;
+        s.serialize_field("watchdog", &self.watchdog)?;
+        s.serialize_field("renewal_on_error", self.renewal_on_error.name())?;
         s.serialize_field("topology", &self.topology)?;
         s.serialize_field("clients", &self.clients)?;
         s.serialize_field("timing", &self.timing)?;
@@ -658,6 +669,8 @@ const TOP_KEYS: &[&str] = &[
     "summary",
     "fencing",
     "wait_replicas",
+    "watchdog",
+    "renewal_on_error",
     "topology",
     "clients",
     "timing",
@@ -809,6 +822,8 @@ impl Parser<'_> {
             .unwrap_or_default();
         let fencing = self.fencing(&root)?;
         let wait_replicas = self.u32_or(&root, "wait_replicas", 0)?;
+        let watchdog = self.watchdog(&root, design)?;
+        let renewal_on_error = self.renewal_on_error(&root, design)?;
 
         // [topology]
         let masters = self.u32_or(&topology, "masters", 1)?;
@@ -1035,6 +1050,8 @@ impl Parser<'_> {
             summary,
             fencing,
             wait_replicas: wait_replicas.value,
+            watchdog,
+            renewal_on_error,
             topology: Topology {
                 masters: masters.value,
                 replicas: replicas.value,
@@ -1327,6 +1344,54 @@ impl Parser<'_> {
                 )),
             },
             _ => Err(self.wrong_type(root, "fencing", entry, "a boolean or a string (\"all\", \"writes\", \"off\")")),
+        }
+    }
+
+    fn watchdog(&self, root: &Section<'_, '_>, design: DesignId) -> Result<bool> {
+        let Some(entry) = root.get("watchdog") else {
+            return Ok(true);
+        };
+        let DeValue::Boolean(on) = *entry.get_ref() else {
+            return Err(self.wrong_type(root, "watchdog", entry, "a boolean"));
+        };
+        if !design.renews() {
+            return Err(self.err(
+                self.line(&entry.span()),
+                "watchdog".into(),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "design `{design}` has no watchdog; watchdog = {on} applies to watchdog and \
+                     reentrant only"
+                ),
+            ));
+        }
+        Ok(on)
+    }
+
+    fn renewal_on_error(&self, root: &Section<'_, '_>, design: DesignId) -> Result<RenewalOnError> {
+        let Some(field) = self.string(root, "renewal_on_error")? else {
+            return Ok(RenewalOnError::Stop);
+        };
+        let bad = |message: String| {
+            self.err(
+                field.line,
+                "renewal_on_error".into(),
+                KeyErrorKind::InvalidValue,
+                message,
+            )
+        };
+        if !design.renews() {
+            return Err(bad(format!(
+                "design `{design}` does not renew its lease; renewal_on_error applies to \
+                 watchdog and reentrant only"
+            )));
+        }
+        match field.value.as_str() {
+            "stop" => Ok(RenewalOnError::Stop),
+            "retry" => Ok(RenewalOnError::Retry),
+            other => Err(bad(format!(
+                "`{other}` is not a renewal rule; use \"stop\" or \"retry\""
+            ))),
         }
     }
 

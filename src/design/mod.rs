@@ -4,7 +4,7 @@
 //! These modules import neither tokio nor redis-rs (they compile without the `driver`
 //! feature, see `tests/core_deps.rs`); the driver runs them.
 
-mod lua_release;
+pub(crate) mod lua_release;
 mod redlock;
 mod reentrant;
 pub(crate) mod set_nx_px;

@@ -30,17 +30,17 @@ fn eval(script: Script, cfg: &LockConfig, owner: &str) -> Command {
 impl Protocol for Reentrant {
     /// While held, this is a re-entry with the held owner id (`token` is ignored).
     fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
-        let (owner, holds) = match &self.phase {
-            Phase::Held(g) => (g.token.clone(), g.holds),
-            _ => (token.to_string(), 0),
-        };
+        let outer = self.phase.grant().cloned();
+        let owner = outer
+            .as_ref()
+            .map_or_else(|| token.to_string(), |g| g.token.clone());
         let step = Step::send(eval(Script::ReentrantLock, cfg, &owner));
         self.phase = Phase::Acquiring {
             token: owner,
             started: now,
             step: 0,
             seen: None,
-            holds,
+            outer,
         };
         step
     }
@@ -60,36 +60,55 @@ impl Protocol for Reentrant {
             Phase::Acquiring {
                 token,
                 started,
-                holds,
+                outer,
                 ..
-            } => match answer {
-                Ok(Reply::Nil) => {
-                    let (token, end, holds) = (token.clone(), cfg.lease_end(*started), holds + 1);
-                    self.phase.hold(token, Some(end), holds)
+            } => {
+                let denied = match answer {
+                    Ok(Reply::Nil) => {
+                        let holds = outer.as_ref().map_or(0, |g| g.holds) + 1;
+                        let (token, end) = (token.clone(), cfg.lease_end(*started));
+                        return self.phase.hold(token, Some(end), holds);
+                    }
+                    Ok(reply) => Denied::Held {
+                        pttl: reply.as_int(),
+                    },
+                    Err(NoAnswer) => Denied::Unavailable { node: 0 },
+                };
+                // A failed re-entry keeps the outer hold, as Redisson does: the lock is
+                // still ours in Redis as far as we know, and the watchdog goes on.
+                match outer.clone() {
+                    Some(grant) => {
+                        self.phase = Phase::Held(grant);
+                        Step::done(Outcome::Denied(denied))
+                    }
+                    None => self.phase.idle(Outcome::Denied(denied)),
                 }
-                Ok(reply) => self.phase.idle(Outcome::Denied(Denied::Held {
-                    pttl: reply.as_int(),
-                })),
-                Err(NoAnswer) => self
-                    .phase
-                    .idle(Outcome::Denied(Denied::Unavailable { node: 0 })),
-            },
-            Phase::Releasing { grant, .. } => match answer {
-                // Still held by us with one hold fewer. The script also reset the lease, but
-                // we do not know when it ran, so the old (earlier) lease end stands.
-                Ok(Reply::Int(0)) => {
-                    let grant = Grant {
-                        holds: grant.holds.saturating_sub(1).max(1),
-                        ..grant.clone()
-                    };
-                    let holds_left = grant.holds;
-                    self.phase = Phase::Held(grant);
-                    Step::done(Outcome::Released { holds_left })
+            }
+            Phase::Releasing { grant, .. } => {
+                // Redisson counts holds locally too and renews while that count is
+                // positive: an inner unlock takes one off whatever Redis answered, the
+                // last one ends the hold (a key with holds we did not know of then
+                // expires by itself).
+                let left = grant.holds.saturating_sub(1);
+                let keep = Grant {
+                    holds: left,
+                    ..grant.clone()
+                };
+                let outcome = match answer {
+                    Ok(Reply::Int(0)) => Outcome::Released { holds_left: left },
+                    Ok(Reply::Int(1)) => {
+                        return self.phase.idle(Outcome::Released { holds_left: 0 })
+                    }
+                    Ok(_) => return self.phase.idle(Outcome::NotHeld),
+                    // No answer: the unlock may or may not have run.
+                    Err(NoAnswer) => Outcome::Unavailable { node: 0 },
+                };
+                if left == 0 {
+                    return self.phase.idle(outcome);
                 }
-                Ok(Reply::Int(1)) => self.phase.idle(Outcome::Released { holds_left: 0 }),
-                Ok(_) => self.phase.idle(Outcome::NotHeld),
-                Err(NoAnswer) => self.phase.idle(Outcome::Unavailable { node: 0 }),
-            },
+                self.phase = Phase::Held(keep);
+                Step::done(outcome)
+            }
             Phase::Renewing { .. } => self.phase.finish_renew(cfg, answer),
             _ => Step::default(),
         }

@@ -12,7 +12,7 @@ use super::gate::PauseGate;
 use super::lock::{Lock, RetryPolicy};
 use super::node::{Node, NodeTimeouts};
 use crate::design_id::DesignId;
-use crate::machine::{LockConfig, Millis};
+use crate::machine::{LockConfig, Millis, RenewalOnError};
 
 /// Whether `design` is one of the designs offered for use (the others are pitfalls).
 pub(crate) fn is_safe(design: DesignId) -> bool {
@@ -20,6 +20,12 @@ pub(crate) fn is_safe(design: DesignId) -> bool {
         design,
         DesignId::LuaRelease | DesignId::Watchdog | DesignId::Reentrant | DesignId::Redlock
     )
+}
+
+/// Whether the design has a renewal command the driver may send (the safe designs and
+/// the hand-rolled renewal pitfall).
+pub(crate) fn extends(design: DesignId) -> bool {
+    is_safe(design) || design.renews()
 }
 
 /// Settings for a [`Lock`]. Start from a design ([`LockBuilder::lua_release`],
@@ -46,6 +52,8 @@ pub struct LockBuilder {
     fencing: bool,
     wait_replicas: u32,
     wait_timeout: Duration,
+    renewal_on_error: RenewalOnError,
+    watchdog_enabled: bool,
     seed: Option<u64>,
     client_id: Option<String>,
     gate: PauseGate,
@@ -73,6 +81,8 @@ impl LockBuilder {
             fencing: false,
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(100),
+            renewal_on_error: RenewalOnError::Stop,
+            watchdog_enabled: true,
             seed: None,
             client_id: None,
             gate: PauseGate::new(),
@@ -214,6 +224,22 @@ impl LockBuilder {
         self
     }
 
+    /// Whether `watchdog` and `reentrant` renew the lease while held (default on). Off is
+    /// Redisson's `lock(leaseTime, unit)`: the lease then ends after the ttl whatever the
+    /// holder is doing.
+    pub fn watchdog_enabled(mut self, on: bool) -> Self {
+        self.watchdog_enabled = on;
+        self
+    }
+
+    /// What the renewal task of `watchdog` and `reentrant` does after a renewal that
+    /// got no answer: stop renewing this hold (the default, as Redisson's watchdog) or
+    /// try again at the next interval.
+    pub fn renewal_on_error(mut self, on_error: RenewalOnError) -> Self {
+        self.renewal_on_error = on_error;
+        self
+    }
+
     /// This client's id, the prefix of its lock tokens (`{id}:{attempt}`). It must be
     /// unique among the lock's clients; by default it is 128 random bits from the OS.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
@@ -297,6 +323,8 @@ impl LockBuilder {
         cfg.fencing = self.fencing;
         cfg.wait_replicas = self.wait_replicas;
         cfg.wait_timeout_ms = u64::try_from(self.wait_timeout.as_millis()).unwrap_or(u64::MAX);
+        cfg.renewal_on_error = self.renewal_on_error;
+        cfg.watchdog = self.watchdog_enabled;
         Ok(cfg)
     }
 

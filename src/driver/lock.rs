@@ -69,6 +69,9 @@ pub(crate) struct Session {
     pub(crate) lost: AtomicBool,
     /// Released (or lost): no renewal, no further operation.
     pub(crate) ended: AtomicBool,
+    /// A renewal got no answer and the machine stopped renewing this hold
+    /// ([`LockMachine::renewing`], [`crate::RenewalOnError::Stop`]).
+    pub(crate) renewal_stopped: AtomicBool,
     /// When the hold began, on tokio's clock: renewals are due every interval from here.
     pub(crate) began: tokio::time::Instant,
 }
@@ -79,6 +82,7 @@ impl Session {
             grant: Mutex::new(grant),
             lost: AtomicBool::new(false),
             ended: AtomicBool::new(false),
+            renewal_stopped: AtomicBool::new(false),
             began: tokio::time::Instant::now(),
         }
     }
@@ -100,6 +104,11 @@ impl Session {
 
     pub(crate) fn is_live(&self) -> bool {
         !self.ended.load(Ordering::SeqCst) && !self.lost.load(Ordering::SeqCst)
+    }
+
+    /// Whether the renewal task still renews this hold.
+    pub(crate) fn renews(&self) -> bool {
+        self.is_live() && !self.renewal_stopped.load(Ordering::SeqCst)
     }
 
     /// The hold is over (released or lost): the renewal task leaves it alone.
@@ -297,7 +306,7 @@ impl Shared {
                         let session = Arc::new(Session::new(grant));
                         *self.session.lock().unwrap_or_else(|e| e.into_inner()) =
                             Arc::downgrade(&session);
-                        if self.cfg.design.renews() {
+                        if self.cfg.renews() {
                             self.renewer.hold_began(self);
                         }
                         session
@@ -333,7 +342,8 @@ impl Shared {
             }
             other => Err(LockError::Internal(format!("acquire ended with {other:?}"))),
         };
-        // A failed re-entry leaves the machine idle: the hold is no longer tracked.
+        // A failed re-entry keeps the outer hold in the machine; should the machine have
+        // given a hold up, its session is over.
         if let Some(session) = current {
             if machine.grant().is_none() {
                 session.end(true);
@@ -374,8 +384,13 @@ impl Shared {
                 Err(self.not_held())
             }
             Outcome::Unavailable { node } => {
-                // The machine gave the hold up; the key, if still there, expires by itself.
-                session.end(true);
+                match machine.grant() {
+                    // A reentrant inner unlock: the outer holds remain, still renewed.
+                    Some(grant) => session.set_grant(grant),
+                    // The machine gave the hold up; the key, if still there, expires by
+                    // itself.
+                    None => session.end(true),
+                }
                 Err(self.node_error(node, &mut finished.failures))
             }
             other => {
@@ -388,7 +403,7 @@ impl Shared {
     /// Extend the lease (the `extend` call and the watchdog's renewal). `Ok` with the
     /// validity left.
     pub(crate) async fn renew(&self, session: &Arc<Session>) -> Result<Duration, LockError> {
-        if !super::builder::is_safe(self.cfg.design) {
+        if !super::builder::extends(self.cfg.design) {
             return Err(LockError::Unsupported {
                 design: self.cfg.design,
                 what: "extend a lease",
@@ -418,8 +433,14 @@ impl Shared {
                 session.end(true);
                 Err(self.not_held())
             }
-            // Still ours as far as we know, with the old lease.
-            Outcome::Unavailable { node } => Err(self.node_error(node, &mut finished.failures)),
+            // Still ours as far as we know, with the old lease; the machine says whether
+            // the watchdog goes on.
+            Outcome::Unavailable { node } => {
+                if !machine.renewing(&self.cfg) {
+                    session.renewal_stopped.store(true, Ordering::SeqCst);
+                }
+                Err(self.node_error(node, &mut finished.failures))
+            }
             other => {
                 session.end(true);
                 Err(LockError::Internal(format!("extend ended with {other:?}")))

@@ -276,6 +276,8 @@ fn command_name(command: &Command) -> &'static str {
         Command::SetNx { .. } => "SETNX",
         Command::SetNxPx { .. } => "SET",
         Command::Get { .. } => "GET",
+        Command::Exists { .. } => "EXISTS",
+        Command::SetPx { .. } => "SET",
         Command::GetSet { .. } => "GETSET",
         Command::Del { .. } => "DEL",
         Command::PExpire { .. } => "PEXPIRE",

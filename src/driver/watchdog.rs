@@ -11,14 +11,20 @@
 //! It renews nothing for a hold that was released, that a renewal found gone (the
 //! guard then reports [`is_lost`](super::LockGuard::is_lost)), or whose last guard was
 //! dropped (the key then expires within one ttl); dropping the [`Lock`](super::Lock)
-//! aborts the task. A node that does not answer does not stop it: the next renewal
-//! tries again, and the lease runs out by itself if none succeeds.
+//! aborts the task. A renewal that gets no answer stops it too, as Redisson's
+//! `renewExpiration` does ([`RenewalOnError::Stop`], the default: the hold stays, the
+//! lease runs out one ttl after the last renewal that ran); with
+//! [`RenewalOnError::Retry`] the next renewal tries again. The decision is the
+//! machine's ([`LockMachine::renewing`]), the same one the model checks.
 //!
 //! It obeys the pause gate like every operation: a paused client renews nothing, which
 //! is exactly how a stop-the-world pause defeats a watchdog.
 //!
 //! [`DesignId::renews`]: crate::DesignId::renews
 //! [`LockConfig::renew_interval`]: crate::LockConfig::renew_interval
+//! [`RenewalOnError::Stop`]: crate::RenewalOnError::Stop
+//! [`RenewalOnError::Retry`]: crate::RenewalOnError::Retry
+//! [`LockMachine::renewing`]: crate::LockMachine::renewing
 
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -57,7 +63,7 @@ impl Renewer {
 
 /// The live hold, if any: its session and when its next renewal is due.
 fn live_hold(shared: &Shared, every: Duration) -> Option<(Weak<Session>, tokio::time::Instant)> {
-    let session = shared.current().filter(|s| s.is_live())?;
+    let session = shared.current().filter(|s| s.renews())?;
     Some((Arc::downgrade(&session), session.began + every))
 }
 
@@ -86,7 +92,7 @@ fn spawn(shared: Weak<Shared>, wake: Arc<Notify>) -> AbortHandle {
                 };
                 strong.gate.wait().await;
                 let every = Duration::from_millis(strong.cfg.renew_interval());
-                let Some(current) = strong.current().filter(|s| s.is_live()) else {
+                let Some(current) = strong.current().filter(|s| s.renews()) else {
                     break;
                 };
                 if !Weak::ptr_eq(&session, &Arc::downgrade(&current)) {
@@ -98,8 +104,9 @@ fn spawn(shared: Weak<Shared>, wake: Arc<Notify>) -> AbortHandle {
                     Ok(_) => {}
                     // Lost (the session is marked), or the hold is over.
                     Err(LockError::NotHeld { .. }) => break,
-                    // A node failed: keep the old lease and try again next time.
-                    Err(e) if e.is_retryable() => {}
+                    // A node failed: the old lease stands; next time, unless the
+                    // machine stopped renewing (then the session says so).
+                    Err(e) if e.is_retryable() && current.renews() => {}
                     Err(_) => break,
                 }
                 // As a delayed tick: the next renewal one interval after this one fired.

@@ -97,6 +97,16 @@ impl Raw {
             .await
             .unwrap();
     }
+    /// `CLIENT PAUSE ms ALL`: the node answers no client for `ms`.
+    pub async fn client_pause(&self, ms: u64) {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(ms)
+            .arg("ALL")
+            .query_async(&mut self.conn.clone())
+            .await
+            .unwrap();
+    }
     pub async fn del(&self, key: &str) {
         let _: i64 = self.conn.clone().del(key).await.unwrap();
     }

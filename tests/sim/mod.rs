@@ -237,6 +237,11 @@ impl Sim {
         self.clients[c].machine.grant()
     }
 
+    /// Whether client `c`'s watchdog would still renew its hold.
+    pub fn renewing(&self, c: usize) -> bool {
+        self.clients[c].machine.renewing(&self.cfg)
+    }
+
     /// Whether client `c` has requests not yet delivered.
     pub fn busy(&self, c: usize) -> bool {
         !self.clients[c].pending.is_empty()

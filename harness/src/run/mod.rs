@@ -725,12 +725,14 @@ impl Run {
             }
             _ => false,
         };
-        let overwrote = matches!(command, Command::GetSet { .. })
+        let overwrote = matches!(command, Command::GetSet { .. } | Command::SetPx { .. })
             && *reply != Reply::Nil
             && !self.wins_with(c, m, reply);
+        // A PEXPIRE that extended an entry changes it (the unchecked renewal's flaw).
+        let extended = matches!(command, Command::PExpire { .. }) && *reply == Reply::Int(1);
         let created = match command {
             Command::SetNx { .. } => *reply == Reply::Int(1),
-            Command::SetNxPx { .. } => *reply == Reply::Ok,
+            Command::SetNxPx { .. } | Command::SetPx { .. } => *reply == Reply::Ok,
             Command::GetSet { .. } => true,
             Command::Eval {
                 script: Script::ReentrantLock,
@@ -738,6 +740,20 @@ impl Run {
             } => *reply == Reply::Nil && self.owner[node].is_none_or(|o| o == c),
             _ => false,
         };
+        if extended {
+            if let Some(owner) = self.owner[node].filter(|&o| o != c) {
+                self.record(Event::Displaced { node, by: c, owner });
+                self.line(
+                    client_name(c),
+                    format!(
+                        "changed the expiry of the lock entry {} wrote on {}",
+                        client_name(owner),
+                        node_name(node)
+                    ),
+                    None,
+                );
+            }
+        }
         if removed || overwrote {
             if let Some(owner) = self.owner[node] {
                 self.record(Event::Displaced { node, by: c, owner });
