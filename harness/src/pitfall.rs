@@ -130,7 +130,7 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
                       under a holder that then carries on as if it still held it.",
         });
     }
-    if scenario.design.renews() && !scenario.watchdog {
+    if scenario.design.renews() && !scenario.watchdog() {
         out.push(Pattern {
             seeds: seed!(0),
             pattern: "Redisson's lock with an explicit leaseTime: lock(leaseTime, unit) \
@@ -139,7 +139,7 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
         });
     }
     if scenario.design.renews()
-        && scenario.watchdog
+        && scenario.watchdog()
         && (faults.lost_replies > 0 || faults.partitions > 0)
     {
         out.push(Pattern {

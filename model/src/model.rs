@@ -315,8 +315,10 @@ impl LockModel {
         cfg.drift_ms = u64::from(scenario.timing.drift_allowance);
         cfg.fencing = scenario.fencing.enabled();
         cfg.wait_replicas = scenario.wait_replicas;
-        cfg.renewal_on_error = scenario.renewal_on_error;
-        cfg.watchdog = scenario.watchdog;
+        if let Some(r) = scenario.renewal {
+            cfg.renewal_on_error = r.renewal_on_error;
+            cfg.watchdog = r.watchdog;
+        }
         Self::with_config(scenario, cfg)
     }
 

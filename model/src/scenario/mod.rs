@@ -1,0 +1,469 @@
+//! Scenario files: one TOML file per scenario, loaded and checked here.
+//!
+//! A scenario names a lock design, a topology, timing bounds, a fault budget and
+//! the verdict expected for each property. Every tool (the model checker, the
+//! harness, the CLI) reads scenarios through this module, so a mistake in a file
+//! is reported the same way everywhere: one line naming the file, the line and
+//! the dotted key, e.g.
+//!
+//! ```text
+//! scenarios/redlock-gc-pause.toml:14: key `timing.ttl`: must be at least 1 (got 0)
+//! ```
+//!
+//! # Keys
+//!
+//! Top level:
+//! - `name` (string, required): the scenario's name; must equal the file name
+//!   without `.toml`, so that a name printed in a report finds its file.
+//! - `design` (string, required): a design id (`naive-setnx`, `setnx-expire`,
+//!   `exists-set`, `getset-timestamp`, `set-px-del`, `set-px-get-del`,
+//!   `get-expire-renewal`, `lua-release`,
+//!   `watchdog`, `reentrant`, `redlock`).
+//! - `summary` (string, default `""`): one sentence saying what the scenario shows.
+//! - `fencing` (boolean or string, default `false`): `true` or `"all"` fences every
+//!   access, `"writes"` only writes, `false` or `"off"` none.
+//! - `wait_replicas` (integer, default 0): `WAIT n` after acquiring; at most
+//!   `topology.replicas`.
+//! - `watchdog` (boolean, default `true`; designs that renew only): `false` is
+//!   Redisson's `lock(leaseTime, unit)`, an explicit lease time with no watchdog.
+//! - `renewal_on_error` (string, default `"stop"`; designs that renew only): what the
+//!   watchdog does after a renewal that got no answer. `"stop"`: it renews that hold no
+//!   more, as Redisson's watchdog; `"retry"`: it tries again at the next interval.
+//!
+//! `[topology]`:
+//! - `masters` (default 1): independent masters; more than 1 only for `redlock`; at most 7.
+//! - `replicas` (default 0): asynchronous replicas per master; at most 3; not with `redlock`.
+//! - `promotion` (default `"any"`): which replica a failover may promote. `"any"`: any
+//!   live replica (an operator script, or a partition that hides the best one);
+//!   `"most-advanced"`: Sentinel's rule, a replica with the greatest replication offset
+//!   (all replicas have equal priority). Needs `replicas >= 1`.
+//!
+//! `[clients]`:
+//! - `count` (required): number of clients, 1 to 4.
+//! - `attempts` (default 2): acquire attempts per client (the first one plus
+//!   retries), 1 to 8. Bounded so that retries cannot make the state space infinite.
+//! - `arrival` (default `"start"`): `"start"`, every client makes its first attempt
+//!   within `max_step_delay` ticks of the start; `"any"`, at any tick of the horizon.
+//!
+//! `[timing]` (logical ticks):
+//! - `ttl` (required): lease length.
+//! - `work` (required): length of the critical section.
+//! - `max_step_delay` (required): a running client or an undelayed message
+//!   takes its next step within this many ticks.
+//! - `horizon` (required): the logical clock stops here; at most 64.
+//! - `tick_ms` (default 100): real milliseconds per tick, for the harness.
+//! - `clock_jump` (default `ttl`): size in ticks of one clock-jump fault.
+//! - `node_drift` (default 0, at most `horizon`): ticks each node's clock may run ahead
+//!   over the run, gained one tick at a time at any moment (a clock that runs fast).
+//! - `drift_allowance` (`redlock` only; default `node_drift`; less than `ttl`): ticks
+//!   Redlock takes off every validity for clock drift; 0 turns the allowance off.
+//!
+//! `[faults]` (budgets, all default 0): `pauses`, `crashes`, `failovers`
+//! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`,
+//! `lost_replies` (the reply to a command that ran is lost: the client times out).
+//! `split_brains` (0 or 1; needs `topology.replicas >= 1`): a partition cuts the master
+//! off from Sentinel and its replicas, a replica is promoted, and the old master stays
+//! up serving every client that has not learnt of the new one (the partition lasts to
+//! the horizon).
+//!
+//! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
+//! `owner_only_release`, `no_orphaned_lock`, `resource_safety`.
+//!
+//! # Modules
+//!
+//! - this one: the types a loaded scenario is made of, and the functions that load it;
+//! - `parse`: TOML text to a [`Scenario`], table by table, with the rules that tie keys
+//!   together (a failover needs a replica, ...);
+//! - `read`: reading one key of one table: unknown, missing and mistyped keys, words
+//!   (`fencing`, `arrival`, ...);
+//! - `ranges`: integers and the range each number key accepts;
+//! - `load`: files and directories;
+//! - `error`: [`ScenarioError`], one line naming file, line and key.
+
+mod error;
+mod load;
+mod parse;
+mod ranges;
+mod read;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use locklab::{DesignId, Fencing, RenewalOnError};
+use serde::{Serialize, Serializer};
+
+pub use error::{KeyErrorKind, ScenarioError};
+pub use load::{load_dir, load_paths};
+
+/// The directory scanned when no path is given.
+pub const DEFAULT_DIR: &str = "scenarios";
+/// Most clients a scenario may have (keeps the state space finite and checkable).
+pub const MAX_CLIENTS: u32 = 4;
+/// Most independent masters (Redlock) a scenario may have.
+pub const MAX_MASTERS: u32 = 7;
+/// Most replicas per master.
+pub const MAX_REPLICAS: u32 = 3;
+/// Largest logical horizon, in ticks.
+pub const MAX_HORIZON: u32 = 64;
+/// Most acquire attempts per client.
+pub const MAX_ATTEMPTS: u32 = 8;
+/// Largest budget of any one fault kind.
+pub const MAX_FAULTS: u32 = u8::MAX as u32;
+/// Acquire attempts per client when `[clients] attempts` is not given.
+pub const DEFAULT_ATTEMPTS: u32 = 2;
+/// Real milliseconds per tick when `[timing] tick_ms` is not given.
+pub const DEFAULT_TICK_MS: u64 = 100;
+/// Longest real tick, in ms (one minute): keeps every tick count times `tick_ms` well
+/// inside an i64 of milliseconds.
+pub const MAX_TICK_MS: u64 = 60_000;
+
+// ---------------------------------------------------------------------------
+// The scenario
+// ---------------------------------------------------------------------------
+
+/// One scenario file, loaded and validated.
+///
+/// Serializes with the same keys as the file (`design` as its id, `fencing` as
+/// `"off"`/`"writes"`/`"all"`), plus `path`: for JSON traces and reports.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Scenario {
+    /// `name`: equal to the file stem.
+    pub name: String,
+    /// `design`: which lock design runs.
+    #[serde(serialize_with = "design_str")]
+    pub design: DesignId,
+    /// `summary`: one sentence for reports (may be empty).
+    pub summary: String,
+    /// `fencing`: `true`/`"all"`, `"writes"`, or `false`/`"off"`.
+    #[serde(serialize_with = "fencing_str")]
+    pub fencing: Fencing,
+    /// `wait_replicas`: `WAIT n` after acquiring (0 = no WAIT).
+    pub wait_replicas: u32,
+    /// `watchdog` and `renewal_on_error`, for a design that renews; `None` (and no such
+    /// keys in JSON) for the others.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub renewal: Option<Renewal>,
+    /// `[topology]`.
+    pub topology: Topology,
+    /// `[clients]`.
+    pub clients: Clients,
+    /// `[timing]`.
+    pub timing: Timing,
+    /// `[faults]`.
+    pub faults: Faults,
+    /// `[expect]`.
+    pub expect: Expect,
+    /// The file this scenario was read from (as given, not canonicalized).
+    pub path: PathBuf,
+}
+
+/// `[topology]`: how many Redis nodes and how they relate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Topology {
+    /// `masters` (default 1): independent masters; more than one only for `redlock`.
+    pub masters: u32,
+    /// `replicas` (default 0): asynchronous replicas per master.
+    pub replicas: u32,
+    /// `promotion` (default `"any"`): which replica a failover may promote. Left out
+    /// of JSON when it is the default (a file without replicas may not name it).
+    #[serde(skip_serializing_if = "Promotion::is_any")]
+    pub promotion: Promotion,
+}
+
+/// `[topology] promotion`: the rule that picks the replica a failover promotes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Promotion {
+    /// Any live replica of the dead master (an operator script; a partition that hides
+    /// the most advanced one from Sentinel).
+    #[default]
+    Any,
+    /// Sentinel's rule with equal priorities: a replica with the greatest replication
+    /// offset.
+    MostAdvanced,
+}
+
+impl Promotion {
+    fn is_any(&self) -> bool {
+        *self == Promotion::Any
+    }
+
+    /// The value as written in a scenario file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Promotion::Any => "any",
+            Promotion::MostAdvanced => "most-advanced",
+        }
+    }
+}
+
+impl Topology {
+    /// Every Redis node: masters and their replicas.
+    pub fn nodes(&self) -> u32 {
+        self.masters * (1 + self.replicas)
+    }
+}
+
+/// `[clients]`: the lock users.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Clients {
+    /// `count` (required): how many clients compete for the lock.
+    pub count: u32,
+    /// `attempts` (default 2): acquire attempts per client, retries included.
+    pub attempts: u32,
+    /// `arrival` (default `"start"`): when a client makes its first attempt.
+    pub arrival: Arrival,
+}
+
+/// `[clients] arrival`: when a client's first acquire attempt comes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// `"start"`: within `max_step_delay` ticks of the start.
+    #[default]
+    Start,
+    /// `"any"`: at any tick of the horizon (a real client arrives when it likes), so a
+    /// single attempt can land just after another holder lost its lease.
+    Any,
+}
+
+/// `[timing]`: logical time bounds, in ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Timing {
+    /// `ttl` (required): lease length.
+    pub ttl: u32,
+    /// `work` (required): ticks a holder spends in its critical section.
+    pub work: u32,
+    /// `max_step_delay` (required): bound on a running client's or message's next step.
+    pub max_step_delay: u32,
+    /// `horizon` (required): the clock stops at this tick.
+    pub horizon: u32,
+    /// `tick_ms` (default 100): real milliseconds per tick in the harness.
+    pub tick_ms: u64,
+    /// `clock_jump` (default `ttl`): ticks one clock-jump fault moves a clock by.
+    pub clock_jump: u32,
+    /// `node_drift` (default 0): ticks each node's clock may run ahead over the run, one
+    /// tick at a time at any moment (a clock that runs fast). Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub node_drift: u32,
+    /// `drift_allowance` (default `node_drift`; `redlock` only): ticks Redlock takes off
+    /// every validity for clock drift. Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drift_allowance: u32,
+}
+
+/// `[faults]`: how many of each fault the checker may inject.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Faults {
+    /// `pauses`: stop-the-world pauses of a client.
+    pub pauses: u32,
+    /// `crashes`: client crashes.
+    pub crashes: u32,
+    /// `failovers`: a master dies and a (possibly stale) replica is promoted.
+    pub failovers: u32,
+    /// `restarts`: a node comes back empty.
+    pub restarts: u32,
+    /// `partitions`: a client-to-node link is cut (and later healed).
+    pub partitions: u32,
+    /// `clock_jumps`: a node's or client's clock jumps by `timing.clock_jump`.
+    pub clock_jumps: u32,
+    /// `lost_replies`: the reply to a command that ran never reaches its client, whose
+    /// timeout fires.
+    pub lost_replies: u32,
+    /// `split_brains` (0 or 1): a replica is promoted while the old master keeps
+    /// serving the clients on its side of a partition. Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub split_brains: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Faults {
+    /// The whole budget: the sum of all counts.
+    pub fn total(&self) -> u32 {
+        self.pauses
+            + self.crashes
+            + self.failovers
+            + self.restarts
+            + self.partitions
+            + self.clock_jumps
+            + self.lost_replies
+            + self.split_brains
+    }
+}
+
+/// The verdict a scenario expects for one property.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expectation {
+    /// The property holds in every explored behaviour.
+    Holds,
+    /// Some explored behaviour breaks the property.
+    Violated,
+}
+
+impl Expectation {
+    /// `"holds"` or `"violated"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expectation::Holds => "holds",
+            Expectation::Violated => "violated",
+        }
+    }
+}
+
+impl fmt::Display for Expectation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Expectation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "holds" => Ok(Expectation::Holds),
+            "violated" => Ok(Expectation::Violated),
+            _ => Err(format!(
+                "`{s}` is not a verdict; use \"holds\" or \"violated\""
+            )),
+        }
+    }
+}
+
+/// The four checked properties.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Property {
+    /// Never two clients in their critical section at once.
+    MutualExclusion,
+    /// No client deletes or overwrites a lock entry another client owns.
+    OwnerOnlyRelease,
+    /// A lock whose owner crashed always has a finite expiry.
+    NoOrphanedLock,
+    /// No lost update on the protected resource.
+    ResourceSafety,
+}
+
+impl Property {
+    /// All properties, in report order.
+    pub const ALL: [Property; 4] = [
+        Property::MutualExclusion,
+        Property::OwnerOnlyRelease,
+        Property::NoOrphanedLock,
+        Property::ResourceSafety,
+    ];
+
+    /// The snake_case name used in scenario files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Property::MutualExclusion => "mutual_exclusion",
+            Property::OwnerOnlyRelease => "owner_only_release",
+            Property::NoOrphanedLock => "no_orphaned_lock",
+            Property::ResourceSafety => "resource_safety",
+        }
+    }
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Property {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Property::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown property `{s}`; properties: {}",
+                    Property::ALL.map(Property::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// `[expect]`: the expected verdict for each property (all four are required).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Expect {
+    /// `mutual_exclusion`.
+    pub mutual_exclusion: Expectation,
+    /// `owner_only_release`.
+    pub owner_only_release: Expectation,
+    /// `no_orphaned_lock`.
+    pub no_orphaned_lock: Expectation,
+    /// `resource_safety`.
+    pub resource_safety: Expectation,
+}
+
+impl Expect {
+    /// The expectation for one property.
+    pub fn get(&self, property: Property) -> Expectation {
+        match property {
+            Property::MutualExclusion => self.mutual_exclusion,
+            Property::OwnerOnlyRelease => self.owner_only_release,
+            Property::NoOrphanedLock => self.no_orphaned_lock,
+            Property::ResourceSafety => self.resource_safety,
+        }
+    }
+
+    /// Every property with its expectation, in [`Property::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (Property, Expectation)> + '_ {
+        Property::ALL.into_iter().map(|p| (p, self.get(p)))
+    }
+}
+
+fn design_str<S: Serializer>(design: &DesignId, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(design.as_str())
+}
+
+/// How a renewing design renews.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub struct Renewal {
+    /// `watchdog`: whether the watchdog runs (`false`: an explicit lease time).
+    pub watchdog: bool,
+    /// `renewal_on_error`: the watchdog after a renewal that got no answer.
+    #[serde(serialize_with = "renewal_str")]
+    pub renewal_on_error: RenewalOnError,
+}
+
+impl Scenario {
+    /// Whether the design's watchdog runs (`false` also for designs that do not renew).
+    pub fn watchdog(&self) -> bool {
+        self.renewal.is_some_and(|r| r.watchdog)
+    }
+}
+
+fn renewal_str<S: Serializer>(r: &RenewalOnError, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(r.name())
+}
+
+fn fencing_str<S: Serializer>(fencing: &Fencing, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(match fencing {
+        Fencing::Off => "off",
+        Fencing::Writes => "writes",
+        Fencing::All => "all",
+    })
+}
+
+impl Scenario {
+    /// Reads and validates one scenario file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        load::file(path.as_ref())
+    }
+
+    /// Parses and validates scenario text; `path` is used in error messages, is
+    /// stored in [`Scenario::path`], and its file stem must equal `name`
+    /// (unless the path has no file name).
+    pub fn parse(text: &str, path: impl AsRef<Path>) -> Result<Scenario, ScenarioError> {
+        parse::scenario(text, path.as_ref())
+    }
+}

@@ -1,0 +1,427 @@
+//! TOML text to a [`Scenario`], table by table: each table's keys are read in a fixed
+//! order, so a file with several mistakes always reports the same one first, and every
+//! rule that ties keys together (several masters only for redlock, a failover needs a
+//! replica, ...) lives here next to the keys it ties.
+
+use std::ops::Range;
+use std::path::Path;
+
+use locklab::DesignId;
+use toml::de::DeTable;
+
+use super::error::{column_at, line_at};
+use super::read::{Field, Section};
+use super::{
+    Clients, Expect, Faults, KeyErrorKind, Renewal, Scenario, ScenarioError, Timing, Topology,
+    DEFAULT_ATTEMPTS, DEFAULT_TICK_MS, MAX_ATTEMPTS, MAX_CLIENTS, MAX_HORIZON, MAX_MASTERS,
+    MAX_REPLICAS,
+};
+
+const TOP_KEYS: &[&str] = &[
+    "name",
+    "design",
+    "summary",
+    "fencing",
+    "wait_replicas",
+    "watchdog",
+    "renewal_on_error",
+    "topology",
+    "clients",
+    "timing",
+    "faults",
+    "expect",
+];
+const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion"];
+const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
+const TIMING_KEYS: &[&str] = &[
+    "ttl",
+    "work",
+    "max_step_delay",
+    "horizon",
+    "tick_ms",
+    "clock_jump",
+    "node_drift",
+    "drift_allowance",
+];
+const FAULTS_KEYS: [&str; 8] = [
+    "pauses",
+    "crashes",
+    "failovers",
+    "restarts",
+    "partitions",
+    "clock_jumps",
+    "lost_replies",
+    "split_brains",
+];
+pub(super) const EXPECT_KEYS: &[&str] = &[
+    "mutual_exclusion",
+    "owner_only_release",
+    "no_orphaned_lock",
+    "resource_safety",
+];
+
+pub(super) type Result<T, E = ScenarioError> = std::result::Result<T, E>;
+
+/// Parses and validates scenario text ([`Scenario::parse`]).
+pub(super) fn scenario(text: &str, path: &Path) -> Result<Scenario> {
+    Parser { path, text }.scenario()
+}
+
+/// The text being parsed and the file it came from, for error messages.
+pub(super) struct Parser<'p> {
+    pub(super) path: &'p Path,
+    pub(super) text: &'p str,
+}
+
+impl Parser<'_> {
+    pub(super) fn line(&self, span: &Range<usize>) -> usize {
+        line_at(self.text, span.start)
+    }
+
+    pub(super) fn err(
+        &self,
+        line: usize,
+        key: String,
+        kind: KeyErrorKind,
+        message: impl Into<String>,
+    ) -> ScenarioError {
+        ScenarioError::Key {
+            path: self.path.to_path_buf(),
+            line,
+            key,
+            kind,
+            message: message.into(),
+        }
+    }
+
+    fn syntax(&self, e: &toml::de::Error) -> ScenarioError {
+        let offset = e.span().map_or(0, |s| s.start);
+        let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+        ScenarioError::Syntax {
+            path: self.path.to_path_buf(),
+            line: line_at(self.text, offset),
+            column: column_at(self.text, offset),
+            message,
+        }
+    }
+
+    fn scenario(&self) -> Result<Scenario> {
+        let doc = DeTable::parse(self.text).map_err(|e| self.syntax(&e))?;
+        let root = Section {
+            name: "",
+            table: Some(doc.get_ref()),
+            line: 1,
+            valid: TOP_KEYS,
+        };
+
+        // Unknown keys first: a misspelt key would otherwise show up as a missing one.
+        self.check_unknown(&root)?;
+        let topology = self.section(&root, "topology", TOPOLOGY_KEYS)?;
+        let clients = self.section(&root, "clients", CLIENTS_KEYS)?;
+        let timing = self.section(&root, "timing", TIMING_KEYS)?;
+        let faults = self.section(&root, "faults", &FAULTS_KEYS)?;
+        let expect = self.section(&root, "expect", EXPECT_KEYS)?;
+        for section in [&topology, &clients, &timing, &faults, &expect] {
+            self.check_unknown(section)?;
+        }
+
+        // Top level.
+        let name = self.required(&root, "name", self.string(&root, "name")?)?;
+        self.check_name(&name)?;
+        let design_field = self.required(&root, "design", self.string(&root, "design")?)?;
+        let design: DesignId =
+            design_field
+                .value
+                .parse()
+                .map_err(|e: locklab::UnknownDesign| {
+                    self.err(
+                        design_field.line,
+                        "design".into(),
+                        KeyErrorKind::UnknownDesign,
+                        e.to_string(),
+                    )
+                })?;
+        let summary = self
+            .string(&root, "summary")?
+            .map(|f| f.value)
+            .unwrap_or_default();
+        let fencing = self.fencing(&root)?;
+        let wait_replicas = self.u32_or(&root, "wait_replicas", 0)?;
+        let watchdog = self.watchdog(&root, design)?;
+        let renewal_on_error = self.renewal_on_error(&root, design)?;
+        let renewal = design.renews().then_some(Renewal {
+            watchdog,
+            renewal_on_error,
+        });
+
+        let topology = self.topology(&topology, design)?;
+        if wait_replicas.value > topology.replicas {
+            return Err(self.err(
+                wait_replicas.line,
+                "wait_replicas".into(),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "cannot wait for {} replicas when topology.replicas = {}",
+                    wait_replicas.value, topology.replicas
+                ),
+            ));
+        }
+        let clients = self.clients(&clients)?;
+        let timing = self.timing(&timing, design)?;
+        let faults = self.faults(&faults, topology.replicas)?;
+        let expect = self.expect(&expect)?;
+
+        Ok(Scenario {
+            name: name.value,
+            design,
+            summary,
+            fencing,
+            wait_replicas: wait_replicas.value,
+            renewal,
+            topology,
+            clients,
+            timing,
+            faults,
+            expect,
+            path: self.path.to_path_buf(),
+        })
+    }
+
+    fn check_name(&self, name: &Field<String>) -> Result<()> {
+        if name.value.trim().is_empty() {
+            return Err(self.err(
+                name.line,
+                "name".into(),
+                KeyErrorKind::InvalidValue,
+                "must not be empty",
+            ));
+        }
+        if let Some(stem) = self.path.file_stem().and_then(|s| s.to_str()) {
+            if stem != name.value {
+                return Err(self.err(
+                    name.line,
+                    "name".into(),
+                    KeyErrorKind::NameMismatch,
+                    format!(
+                        "must equal the file name without .toml, `{stem}` (got `{}`); rename the file or the scenario",
+                        name.value
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[topology]`.
+    fn topology(&self, topology: &Section<'_, '_>, design: DesignId) -> Result<Topology> {
+        let masters = self.u32_or(topology, "masters", 1)?;
+        let replicas = self.u32_or(topology, "replicas", 0)?;
+        self.at_least(topology, "masters", &masters, 1)?;
+        self.at_most_cap(topology, "masters", &masters, MAX_MASTERS)?;
+        if masters.value > 1 && !design.multi_master() {
+            return Err(self.err(
+                masters.line,
+                topology.dotted("masters"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "design `{design}` uses a single master (got {}); only redlock uses several independent masters",
+                    masters.value
+                ),
+            ));
+        }
+        self.at_most_cap(topology, "replicas", &replicas, MAX_REPLICAS)?;
+        if replicas.value > 0 && masters.value > 1 {
+            return Err(self.err(
+                replicas.line,
+                topology.dotted("replicas"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "replicas (got {}) together with several masters (masters = {}) are not supported; \
+                     redlock's masters are independent: set replicas = 0",
+                    replicas.value, masters.value
+                ),
+            ));
+        }
+        if replicas.value > 0 && design.multi_master() {
+            return Err(self.err(
+                replicas.line,
+                topology.dotted("replicas"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "design `{design}` with replicas (got {}) is not supported; redlock's masters are \
+                     independent: set replicas = 0",
+                    replicas.value
+                ),
+            ));
+        }
+        let promotion = self.promotion(topology)?;
+        if let Some(promotion) = &promotion {
+            if replicas.value == 0 {
+                return Err(self.err(
+                    promotion.line,
+                    topology.dotted("promotion"),
+                    KeyErrorKind::InvalidValue,
+                    "a promotion rule picks a replica, but topology.replicas = 0; add a replica or \
+                     remove promotion",
+                ));
+            }
+        }
+        Ok(Topology {
+            masters: masters.value,
+            replicas: replicas.value,
+            promotion: promotion.map(|p| p.value).unwrap_or_default(),
+        })
+    }
+
+    /// `[clients]`.
+    fn clients(&self, clients: &Section<'_, '_>) -> Result<Clients> {
+        let count = self.required_u32(clients, "count")?;
+        self.at_least(clients, "count", &count, 1)?;
+        self.at_most_cap(clients, "count", &count, MAX_CLIENTS)?;
+        let attempts = self.u32_or(clients, "attempts", DEFAULT_ATTEMPTS)?;
+        self.at_least(clients, "attempts", &attempts, 1)?;
+        self.at_most_cap(clients, "attempts", &attempts, MAX_ATTEMPTS)?;
+        let arrival = self.arrival(clients)?;
+        Ok(Clients {
+            count: count.value,
+            attempts: attempts.value,
+            arrival,
+        })
+    }
+
+    /// `[timing]`.
+    fn timing(&self, timing: &Section<'_, '_>, design: DesignId) -> Result<Timing> {
+        let ttl = self.required_u32(timing, "ttl")?;
+        self.at_least(timing, "ttl", &ttl, 1)?;
+        let work = self.required_u32(timing, "work")?;
+        self.at_least(timing, "work", &work, 1)?;
+        let max_step_delay = self.required_u32(timing, "max_step_delay")?;
+        self.at_least(timing, "max_step_delay", &max_step_delay, 1)?;
+        let horizon = self.required_u32(timing, "horizon")?;
+        self.at_least(timing, "horizon", &horizon, 1)?;
+        self.at_most_cap(timing, "horizon", &horizon, MAX_HORIZON)?;
+        let tick_ms = self.uint(timing, "tick_ms")?.unwrap_or(Field {
+            value: DEFAULT_TICK_MS,
+            line: timing.line,
+        });
+        self.tick_ms_in_range(timing, &tick_ms)?;
+        let clock_jump = self.u32_or(timing, "clock_jump", ttl.value)?;
+        let node_drift = self.u32_or(timing, "node_drift", 0)?;
+        if node_drift.value > horizon.value {
+            return Err(self.err(
+                node_drift.line,
+                timing.dotted("node_drift"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "a clock gains at most one tick per tick: node_drift (got {}) must be at most \
+                     horizon ({})",
+                    node_drift.value, horizon.value
+                ),
+            ));
+        }
+        let drift_allowance = self.u32_or(timing, "drift_allowance", node_drift.value)?;
+        if timing.get("drift_allowance").is_some() && design != DesignId::Redlock {
+            return Err(self.err(
+                drift_allowance.line,
+                timing.dotted("drift_allowance"),
+                KeyErrorKind::InvalidValue,
+                format!("only redlock takes a drift allowance off its validity, not `{design}`"),
+            ));
+        }
+        if design == DesignId::Redlock && drift_allowance.value >= ttl.value {
+            return Err(self.err(
+                drift_allowance.line,
+                timing.dotted("drift_allowance"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be less than ttl ({}), or no lock is ever valid (got {})",
+                    ttl.value, drift_allowance.value
+                ),
+            ));
+        }
+        self.at_least(timing, "clock_jump", &clock_jump, 1)?;
+        Ok(Timing {
+            ttl: ttl.value,
+            work: work.value,
+            max_step_delay: max_step_delay.value,
+            horizon: horizon.value,
+            tick_ms: tick_ms.value,
+            clock_jump: clock_jump.value,
+            node_drift: node_drift.value,
+            drift_allowance: if design == DesignId::Redlock {
+                drift_allowance.value
+            } else {
+                0
+            },
+        })
+    }
+
+    /// `[faults]`.
+    fn faults(&self, faults: &Section<'_, '_>, replicas: u32) -> Result<Faults> {
+        let budgets = FAULTS_KEYS
+            .iter()
+            .map(|key| self.u32_or(faults, key, 0))
+            .collect::<Result<Vec<_>>>()?;
+        for (key, budget) in FAULTS_KEYS.iter().zip(&budgets) {
+            self.budget_in_range(faults, key, budget)?;
+        }
+        let Ok(
+            [pauses, crashes, failovers, restarts, partitions, clock_jumps, lost_replies, split_brains],
+        ) = <[Field<u32>; 8]>::try_from(budgets)
+        else {
+            unreachable!("one budget per key of FAULTS_KEYS");
+        };
+        if split_brains.value > 1 {
+            return Err(self.err(
+                split_brains.line,
+                faults.dotted("split_brains"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be 0 or 1 (got {}): a split brain lasts to the horizon",
+                    split_brains.value
+                ),
+            ));
+        }
+        if split_brains.value > 0 && replicas == 0 {
+            return Err(self.err(
+                split_brains.line,
+                faults.dotted("split_brains"),
+                KeyErrorKind::InvalidValue,
+                "a split brain promotes a replica, but topology.replicas = 0; add a replica or \
+                 set split_brains = 0",
+            ));
+        }
+        if failovers.value > 0 && replicas == 0 {
+            return Err(self.err(
+                failovers.line,
+                faults.dotted("failovers"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "a failover promotes a replica, but topology.replicas = 0 (got failovers = {}); \
+                     add a replica or set failovers = 0",
+                    failovers.value
+                ),
+            ));
+        }
+        Ok(Faults {
+            pauses: pauses.value,
+            crashes: crashes.value,
+            failovers: failovers.value,
+            restarts: restarts.value,
+            partitions: partitions.value,
+            clock_jumps: clock_jumps.value,
+            lost_replies: lost_replies.value,
+            split_brains: split_brains.value,
+        })
+    }
+
+    /// `[expect]`.
+    fn expect(&self, expect: &Section<'_, '_>) -> Result<Expect> {
+        Ok(Expect {
+            mutual_exclusion: self.expectation(expect, "mutual_exclusion")?,
+            owner_only_release: self.expectation(expect, "owner_only_release")?,
+            no_orphaned_lock: self.expectation(expect, "no_orphaned_lock")?,
+            resource_safety: self.expectation(expect, "resource_safety")?,
+        })
+    }
+}
