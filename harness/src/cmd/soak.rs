@@ -145,11 +145,18 @@ fn print(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome) {
         c.acquire_attempts, c.acquired, c.releases
     );
     println!(
-        "critical sections: {} ({} purchases, {} accesses rejected for a stale token)",
-        c.critical_sections, c.purchases, c.rejected
+        "critical sections: {} ({} purchases, {} accesses rejected for a stale token, \
+         {} grants while another client was inside)",
+        c.critical_sections, c.purchases, c.rejected, c.overlapping_grants
     );
     let aimed = o.faults.iter().filter(|f| f.aimed).count();
-    println!("faults: {} ({aimed} aimed at the holder)", o.faults.len());
+    println!(
+        "faults: {} ({aimed} aimed at the holder; {} followed within a ttl by an \
+         overlapping grant or a lost update, {} lost updates in all)",
+        o.faults.len(),
+        c.faults_followed_by_breach,
+        c.lost_updates
+    );
     for f in &o.faults {
         println!(
             "  {:>9.1} - {:>9.1} ms  {:<15} {}{}",

@@ -292,18 +292,55 @@ pub struct Counts {
     pub purchases: usize,
     /// Accesses the store rejected for a stale fencing token.
     pub rejected: usize,
+    /// Grants while another client was inside its critical section (every breach of
+    /// mutual exclusion, where the checker names the first).
+    pub overlapping_grants: usize,
+    /// Accepted writes after which the stock was not initial − purchases for the
+    /// first time or anew (every lost update, where the checker names the first).
+    pub lost_updates: usize,
+    /// Faults followed by an overlapping grant or a lost update while they lasted or
+    /// within one ttl after.
+    pub faults_followed_by_breach: usize,
 }
 
 impl Counts {
-    fn of(history: &History) -> Counts {
+    fn of(history: &History, faults: &[FaultRecord], ttl_ms: u64) -> Counts {
         let mut c = Counts::default();
+        let mut inside: Vec<usize> = Vec::new();
+        let mut lost_base = history.initial_stock;
+        let mut breaches = Vec::new();
         for e in &history.entries {
             match &e.event {
                 Event::AcquireStart { .. } => c.acquire_attempts += 1,
-                Event::Acquired { .. } => c.acquired += 1,
+                Event::Acquired { client, .. } => {
+                    c.acquired += 1;
+                    if inside.iter().any(|i| i != client) {
+                        c.overlapping_grants += 1;
+                        breaches.push(e.ms);
+                    }
+                    inside.push(*client);
+                }
+                Event::Crash { client } | Event::Done { client } => {
+                    inside.retain(|i| i != client);
+                }
                 Event::ReleaseStart { .. } => c.releases += 1,
-                Event::Leave { .. } => c.critical_sections += 1,
-                Event::StockWrite { accepted: true, .. } => c.purchases += 1,
+                Event::Leave { client } => {
+                    c.critical_sections += 1;
+                    inside.retain(|i| i != client);
+                }
+                Event::StockWrite {
+                    accepted: true,
+                    stock,
+                    ..
+                } => {
+                    c.purchases += 1;
+                    let purchases = i64::try_from(c.purchases).unwrap_or(i64::MAX);
+                    if *stock != lost_base - purchases {
+                        c.lost_updates += 1;
+                        breaches.push(e.ms);
+                        lost_base = stock + purchases;
+                    }
+                }
                 Event::StockWrite {
                     accepted: false, ..
                 }
@@ -311,6 +348,15 @@ impl Counts {
                 _ => {}
             }
         }
+        let ttl = ttl_ms as f64;
+        c.faults_followed_by_breach = faults
+            .iter()
+            .filter(|f| {
+                breaches
+                    .iter()
+                    .any(|b| *b >= f.start_ms && *b <= f.end_ms + ttl)
+            })
+            .count();
         c
     }
 }
@@ -502,7 +548,7 @@ pub async fn soak(
         ));
     }
     Ok(SoakOutcome {
-        counts: Counts::of(&history),
+        counts: Counts::of(&history, &faults, spec.ttl_ms),
         history,
         faults,
         verdicts,
@@ -513,4 +559,98 @@ pub async fn soak(
         cluster: cluster_id,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_their_client() {
+        assert_eq!(owner_of(&format!("{}:7", client_id(3, 2))), Some(3));
+        assert_eq!(owner_of("c12.1:0"), Some(12));
+        assert_eq!(owner_of("1732000000123"), None);
+        assert_eq!(owner_of(""), None);
+    }
+
+    fn outcome(entries: Vec<(f64, Event)>, faults: Vec<FaultRecord>, v: Violation) -> SoakOutcome {
+        let history = History {
+            design: DesignId::LuaRelease,
+            fencing: locklab::Fencing::Off,
+            initial_stock: INITIAL_STOCK,
+            entries: entries
+                .into_iter()
+                .map(|(ms, event)| Entry { ms, event })
+                .collect(),
+        };
+        SoakOutcome {
+            counts: Counts::of(&history, &faults, 100),
+            history,
+            faults,
+            verdicts: Verdicts {
+                violations: vec![v],
+            },
+            unjudged: Vec::new(),
+            not_injected: Vec::new(),
+            clients: 2,
+            ttl_ms: 100,
+            cluster: String::new(),
+            seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_interval_reaches_back_to_the_oldest_holder_inside_and_the_fault() {
+        let v = Violation {
+            property: Property::MutualExclusion,
+            ms: 900.0,
+            detail: String::new(),
+        };
+        let pause = FaultRecord {
+            kind: "pause".into(),
+            client: Some(0),
+            start_ms: 450.0,
+            end_ms: 1000.0,
+            what: String::new(),
+            aimed: true,
+        };
+        let o = outcome(
+            vec![
+                (
+                    100.0,
+                    Event::Acquired {
+                        client: 1,
+                        fence: None,
+                    },
+                ),
+                (150.0, Event::Leave { client: 1 }),
+                (
+                    400.0,
+                    Event::Acquired {
+                        client: 0,
+                        fence: None,
+                    },
+                ),
+                (
+                    900.0,
+                    Event::Acquired {
+                        client: 1,
+                        fence: None,
+                    },
+                ),
+                (1000.0, Event::Leave { client: 0 }),
+            ],
+            vec![pause.clone()],
+            v.clone(),
+        );
+        assert_eq!(o.interval(&v), (400.0, 900.0));
+        assert_eq!(o.counts.acquired, 3);
+        // Nobody inside: one ttl back, or the fault in progress.
+        let o = outcome(vec![], vec![pause], v.clone());
+        assert_eq!(o.interval(&v), (450.0, 900.0));
+        let o = outcome(vec![], vec![], v.clone());
+        assert_eq!(o.interval(&v), (800.0, 900.0));
+        let svg = timeline::svg(&o, "a <title>");
+        assert!(svg.contains("a &lt;title&gt;") && svg.contains("mutual_exclusion"));
+    }
 }

@@ -263,6 +263,8 @@ pub async fn run(
             .filter(|k| *k != Kind::Failover || spare.iter().any(|s| !s.is_empty()))
             .collect();
         let Some(&kind) = available.choose(&mut rng) else {
+            // Nothing to inject: the clients run undisturbed to the end.
+            while !sleep_or_stop(Duration::from_secs(1), &stop).await {}
             return Ok(());
         };
         let length = plan.ttls(&mut rng, plan.lengths.0, plan.lengths.1);

@@ -1,6 +1,7 @@
 //! The timeline picture of a soak, as Jepsen's timeline: one lane per client with its
-//! critical sections (grant to leave), faults shaded (across every lane for a node
-//! fault, on its lane for a client fault), each violation marked. The whole soak on
+//! critical sections (grant to leave; red when granted while another client was
+//! inside), faults shaded (across every lane for a node fault, on its lane for a
+//! client fault), each property's first violation marked. The whole soak on
 //! top, and below it one close-up per violation of the interval that shows it.
 
 use std::fmt::Write;
@@ -130,9 +131,18 @@ fn panel(
             .fence
             .map(|f| format!(", fencing token {f}"))
             .unwrap_or_default();
+        // Granted while another client was inside: a breach of mutual exclusion.
+        let breach = secs
+            .iter()
+            .any(|o| o.client != s.client && o.from <= s.from && o.to.is_none_or(|t| t > s.from));
+        let (fill, note) = if breach {
+            ("#d62728", " (granted while another client was inside)")
+        } else {
+            ("#3a6fd8", "")
+        };
         let _ = writeln!(
             svg,
-            r##"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="#3a6fd8"><title>client{} in its critical section {:.1} to {}{fence}</title></rect>"##,
+            r##"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{fill}"><title>client{} in its critical section {:.1} to {}{fence}{note}</title></rect>"##,
             x(s.from),
             lanes_top + s.client as f64 * LANE + 4.0,
             LANE - 8.0,
@@ -236,6 +246,7 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
     let mut lx = LEFT;
     for (kind, label) in [
         ("", "critical section"),
+        ("breach", "overlapping grant"),
         ("pause", "pause"),
         ("crash", "crash"),
         ("failover", "failover"),
@@ -244,10 +255,10 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
         ("container-pause", "container pause"),
         ("clock-jump", "clock jump"),
     ] {
-        let color = if kind.is_empty() {
-            "#3a6fd8"
-        } else {
-            fault_color(kind)
+        let color = match kind {
+            "" => "#3a6fd8",
+            "breach" => "#d62728",
+            k => fault_color(k),
         };
         let _ = write!(
             legend,
@@ -256,7 +267,7 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
             lx + 16.0,
             y + 9.0
         );
-        lx += 120.0;
+        lx += 110.0;
     }
     let _ = write!(
         legend,
