@@ -28,6 +28,9 @@ pub enum Command {
     Replay(ReplayArgs),
     /// Run a scenario against real Redis with random faults.
     Chaos(ChaosArgs),
+    /// Run the production driver's clients against real Redis for a while, with faults
+    /// aimed at the holder, and check the history (Jepsen-style).
+    Soak(SoakArgs),
     /// Regenerate the report gallery.
     Report(ReportArgs),
     /// Benchmarks of the model checker (the lock crate's: `cargo bench -p locklab-bench --bench lock`).
@@ -119,6 +122,25 @@ pub struct ChaosArgs {
     #[arg(long)]
     pub runs: u32,
     /// Write the outcome as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SoakArgs {
+    /// A scenario file, or the name of one in scenarios/.
+    pub scenario: String,
+    /// How long the clients run, in seconds.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub seconds: u64,
+    /// Number of clients [default: the scenario's count].
+    #[arg(long, value_name = "C", value_parser = clap::value_parser!(u16).range(1..=16))]
+    pub clients: Option<u16>,
+    /// Seed of the fault schedule and of the clients' retry jitter.
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    pub seed: u64,
+    /// Write the history and the result as JSON to FILE, and the timeline picture next
+    /// to it (FILE with the extension .svg).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }

@@ -311,7 +311,7 @@ fn help_lists_every_subcommand() {
     assert_eq!(code(&out), 0);
     let help = stdout(&out);
     for sub in [
-        "check", "explain", "explore", "replay", "chaos", "report", "bench", "clean",
+        "check", "explain", "explore", "replay", "chaos", "soak", "report", "bench", "clean",
     ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(sub)),

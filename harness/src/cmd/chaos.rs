@@ -83,7 +83,8 @@ fn reproduce(args: &ChaosArgs, seed: u64) -> String {
     )
 }
 
-fn shell_word(s: &str) -> String {
+/// `s` as one shell word (quoted when it needs to be).
+pub(crate) fn shell_word(s: &str) -> String {
     let plain = s
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,".contains(c));

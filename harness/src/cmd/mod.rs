@@ -11,6 +11,7 @@ pub mod explain;
 pub mod explore;
 pub mod replay;
 pub mod report;
+pub mod soak;
 
 use crate::cli::{BenchCommand, Cli, Command};
 use crate::Failure;
@@ -23,6 +24,7 @@ pub fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Explore(args) => explore::run(args),
         Command::Replay(args) => replay::run(args),
         Command::Chaos(args) => chaos::run(args),
+        Command::Soak(args) => soak::run(args),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => match &args.command {
             BenchCommand::Checker(args) => bench::run(args),

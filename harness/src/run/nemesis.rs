@@ -189,6 +189,12 @@ impl Nemesis {
         let m = self
             .master_of(n)
             .ok_or_else(|| ClusterError::Unsupported(format!("node{} is no replica", n + 1)))?;
+        self.catch_up(n, m).await
+    }
+
+    /// Node `n` catches up with the node serving master slot `m` (see
+    /// [`Nemesis::replicate`]); also for a former master that rejoined as a replica.
+    pub async fn catch_up(&mut self, n: usize, m: usize) -> Result<String, ClusterError> {
         let master = self.serving[m];
         if self.cut_off[n] {
             self.node(n).connect_to_network().await?;
@@ -359,5 +365,55 @@ impl Nemesis {
     /// The master slot whose replica node `n` is (None for a master).
     pub fn serving_slot_of_replica(&self, n: usize) -> Option<usize> {
         self.master_of(n)
+    }
+}
+
+impl Nemesis {
+    /// Master slot `m` fails over to replica `r` with the clients moved first, as a soak
+    /// needs it right after an acquire: the replica is promoted and every client's link
+    /// leads to it at once (as if Sentinel had decided while the old master was already
+    /// out of the clients' reach), then the old master is killed, the promoted node joins
+    /// the network and the slot's other replicas follow it.
+    pub async fn failover_clients_first(
+        &mut self,
+        m: usize,
+        r: usize,
+    ) -> Result<String, ClusterError> {
+        let old = self.serving[m];
+        self.node(r).promote().await?;
+        self.serving[m] = r;
+        let up = self.addr(r);
+        for row in &self.links {
+            row[m].set_upstream(up);
+        }
+        self.node(old).kill().await?;
+        self.alive[old] = false;
+        if self.cut_off[r] {
+            self.node(r).connect_to_network().await?;
+            self.cut_off[r] = false;
+        }
+        let repointed = self.repoint_replicas(m, r).await?;
+        Ok(format!(
+            "REPLICAOF NO ONE on node{}, every client's link moved to it; docker kill node{}{repointed}",
+            r + 1,
+            old + 1
+        ))
+    }
+
+    /// A killed node `n` comes back empty as a lagging replica of master slot `m`: a
+    /// new container, off the network until its next [`Nemesis::catch_up`].
+    pub async fn rejoin_as_replica(&mut self, n: usize, m: usize) -> Result<String, ClusterError> {
+        self.node(n).restart().await?;
+        self.alive[n] = true;
+        self.clock_offset[n] = 0;
+        self.node(n).disconnect_from_network().await?;
+        self.cut_off[n] = true;
+        let master = self.serving[m];
+        self.node(n).replicate_from(self.node(master)).await?;
+        Ok(format!(
+            "node{} started again, empty, as a replica of node{} (lagging until it catches up)",
+            n + 1,
+            master + 1
+        ))
     }
 }

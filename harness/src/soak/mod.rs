@@ -1,0 +1,656 @@
+//! Soak: a Jepsen-style free-running test of the production driver
+//! ([`locklab::driver`]) on real Redis containers, in real time.
+//!
+//! Unlike the [run engine](crate::run), which carries out a model walk one action at a
+//! time, a soak lets the pieces run on their own, as Jepsen does:
+//!
+//! - **clients** ([`client`]): C tasks, each with its own [`locklab::driver::Lock`]
+//!   (the scenario's design, ttl × tick_ms, fencing, `WAIT`; the driver's own renewal
+//!   task, timeouts and reconnections), looping acquire → critical section on the
+//!   fenced stock store ([`locklab::resource::Stock`]) → release;
+//! - **nemesis** ([`nemesis`]): a seeded schedule of faults of the kinds the scenario
+//!   enables, one at a time, each aimed at the holder of the moment (a pause while it
+//!   holds, a failover or restart right after an acquire), lengths drawn around the ttl;
+//! - **history** ([`Recorder`]): invocations and completions with real timestamps,
+//!   stock accesses, faults, and the lock key as an observer sees it on the masters;
+//! - **checker**: the run engine's [`checker::check`](crate::run::checker::check) on
+//!   that history, for the model's properties.
+//!
+//! The containers are removed at the end, and on every error path (the cluster tears
+//! itself down when dropped; the tasks are aborted first).
+
+pub mod client;
+pub mod nemesis;
+pub mod timeline;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use locklab::resource::Stock;
+use locklab::DesignId;
+use locklab_model::scenario::{Property, Scenario};
+use serde::Serialize;
+
+use crate::run::checker::{self, Verdicts, Violation};
+use crate::run::history::{Entry, Event, History};
+use crate::run::nemesis::Nemesis;
+use crate::run::RunError;
+
+/// The stock at the start of a soak: enough for every purchase of a long run, so the
+/// stock stays positive.
+pub const INITIAL_STOCK: i64 = 1_000_000;
+
+/// The most clients a soak runs.
+pub const MAX_CLIENTS: usize = 16;
+
+/// How to soak.
+#[derive(Clone, Debug)]
+pub struct SoakOptions {
+    /// How long the clients run.
+    pub duration: Duration,
+    /// Number of clients (1 to [`MAX_CLIENTS`]).
+    pub clients: usize,
+    /// Seed of the fault schedule and of the clients' retry jitter.
+    pub seed: u64,
+    /// When the first fault is due (default: drawn from the seed, 1 to 3 ttls in).
+    pub first_fault: Option<Duration>,
+    /// The range, in ttls, the length of a lasting fault is drawn from.
+    pub fault_ttls: (f64, f64),
+}
+
+impl SoakOptions {
+    /// `seconds` of soak with the scenario's client count (at most [`MAX_CLIENTS`]).
+    pub fn new(scenario: &Scenario, seconds: u64, seed: u64) -> Self {
+        SoakOptions {
+            duration: Duration::from_secs(seconds),
+            clients: (scenario.clients.count as usize).clamp(1, MAX_CLIENTS),
+            seed,
+            first_fault: None,
+            fault_ttls: (0.5, 2.5),
+        }
+    }
+}
+
+/// One fault as it was carried out.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FaultRecord {
+    /// The fault kind (`pause`, `crash`, `failover`, `restart`, `partition`,
+    /// `container-pause`, `clock-jump`).
+    pub kind: String,
+    /// The client it struck, if it struck one (a pause, a crash, a link cut).
+    pub client: Option<usize>,
+    /// When it began (ms since the soak started).
+    pub start_ms: f64,
+    /// When it ended (equal to `start_ms` for an instant fault).
+    pub end_ms: f64,
+    /// What was done.
+    pub what: String,
+    /// Whether it struck a client while that client held the lock (or right after a
+    /// client's acquire, for failovers, restarts and clock jumps).
+    pub aimed: bool,
+}
+
+/// The shared record of a soak: the history, the stock store, and what the nemesis
+/// needs to aim (who is in its critical section, the latest acquire).
+pub struct Recorder {
+    t0: Instant,
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    entries: Vec<Entry>,
+    stock: Stock,
+    /// Per client: in its critical section since (ms), if it is.
+    inside: Vec<Option<f64>>,
+    /// The latest successful acquire: (client, ms).
+    last_acquire: Option<(usize, f64)>,
+    /// Per client: whether it holds or is acquiring the lock as the checker sees it
+    /// (from an acquire attempt to its failure, the end of the release, or a crash),
+    /// and how often that changed.
+    holding: Vec<(bool, u64)>,
+    faults: Vec<FaultRecord>,
+}
+
+impl Recorder {
+    fn new(clients: usize, fencing: locklab::Fencing) -> Self {
+        Recorder {
+            t0: Instant::now(),
+            inner: Mutex::new(Inner {
+                entries: Vec::new(),
+                stock: Stock::new(INITIAL_STOCK, fencing),
+                inside: vec![None; clients],
+                last_acquire: None,
+                holding: vec![(false, 0); clients],
+                faults: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Milliseconds since the soak started.
+    pub fn ms(&self) -> f64 {
+        self.t0.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// Append an event now; returns its time.
+    pub fn push(&self, event: Event) -> f64 {
+        let mut inner = self.lock();
+        let ms = self.ms();
+        let holds = |inner: &mut Inner, c: usize, on: bool| {
+            let h = &mut inner.holding[c];
+            if h.0 != on {
+                *h = (on, h.1 + 1);
+            }
+        };
+        match &event {
+            Event::AcquireStart { client, .. } => holds(&mut inner, *client, true),
+            Event::AcquireFailed { client, .. } => holds(&mut inner, *client, false),
+            Event::Acquired { client, .. } => {
+                inner.inside[*client] = Some(ms);
+                inner.last_acquire = Some((*client, ms));
+            }
+            Event::Leave { client } => inner.inside[*client] = None,
+            Event::Crash { client } | Event::Done { client } => {
+                inner.inside[*client] = None;
+                holds(&mut inner, *client, false);
+            }
+            _ => {}
+        }
+        inner.entries.push(Entry { ms, event });
+        ms
+    }
+
+    /// Now (ms), and every client's holding state at this moment: whether it holds or
+    /// is acquiring the lock as the checker sees it, and how often that changed. Events
+    /// recorded before have an earlier time, events recorded after a later one.
+    pub fn holding(&self) -> (f64, Vec<(bool, u64)>) {
+        let inner = self.lock();
+        (self.ms(), inner.holding.clone())
+    }
+
+    /// Append an event observed at `ms` (earlier than now: the history is sorted at the end).
+    pub fn push_at(&self, ms: f64, event: Event) {
+        self.lock().entries.push(Entry { ms, event });
+    }
+
+    /// Read the stock with `token`, recorded; `None` when the store rejected the token
+    /// (the client then leaves its critical section, also recorded).
+    pub fn read_stock(&self, client: usize, token: Option<u64>) -> Option<i64> {
+        let mut inner = self.lock();
+        let ms = self.ms();
+        let read = inner.stock.read(token);
+        inner.entries.push(Entry {
+            ms,
+            event: Event::StockRead {
+                client,
+                token,
+                value: read.ok(),
+            },
+        });
+        if read.is_err() {
+            inner.inside[client] = None;
+            inner.entries.push(Entry {
+                ms,
+                event: Event::Leave { client },
+            });
+        }
+        read.ok()
+    }
+
+    /// Write `value` with `token`, recorded, and leave the critical section.
+    pub fn write_stock(&self, client: usize, token: Option<u64>, value: i64) {
+        let mut inner = self.lock();
+        let ms = self.ms();
+        let result = inner.stock.write(token, value);
+        let stock = inner.stock.value;
+        inner.entries.push(Entry {
+            ms,
+            event: Event::StockWrite {
+                client,
+                token,
+                value,
+                accepted: result.is_ok(),
+                stock,
+            },
+        });
+        inner.inside[client] = None;
+        inner.entries.push(Entry {
+            ms,
+            event: Event::Leave { client },
+        });
+    }
+
+    /// The clients in their critical section now, with the time each entered.
+    pub fn inside(&self) -> Vec<(usize, f64)> {
+        self.lock()
+            .inside
+            .iter()
+            .enumerate()
+            .filter_map(|(c, at)| at.map(|at| (c, at)))
+            .collect()
+    }
+
+    /// The latest successful acquire: (client, ms).
+    pub fn last_acquire(&self) -> Option<(usize, f64)> {
+        self.lock().last_acquire
+    }
+
+    /// Record a fault (its start and end are known once it is over).
+    pub fn fault(&self, record: FaultRecord) {
+        let mut inner = self.lock();
+        let ms = record.start_ms;
+        inner.entries.push(Entry {
+            ms,
+            event: Event::Fault {
+                what: format!("{}: {}", record.kind, record.what),
+            },
+        });
+        inner.faults.push(record);
+    }
+
+    /// Counts so far: (acquire attempts, critical sections completed, faults).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let inner = self.lock();
+        let attempts = inner
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::AcquireStart { .. }))
+            .count();
+        let sections = inner
+            .entries
+            .iter()
+            .filter(|e| matches!(e.event, Event::Leave { .. }))
+            .count();
+        (attempts, sections, inner.faults.len())
+    }
+
+    fn take(&self) -> (Vec<Entry>, Vec<FaultRecord>) {
+        let mut inner = self.lock();
+        (
+            std::mem::take(&mut inner.entries),
+            std::mem::take(&mut inner.faults),
+        )
+    }
+}
+
+/// Operation counts of a soak.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Acquire attempts (one `try_acquire` each).
+    pub acquire_attempts: usize,
+    /// Attempts that got the lock.
+    pub acquired: usize,
+    /// Releases sent.
+    pub releases: usize,
+    /// Critical sections completed (the client left: its write done, or its read rejected).
+    pub critical_sections: usize,
+    /// Stock writes the store accepted (purchases).
+    pub purchases: usize,
+    /// Accesses the store rejected for a stale fencing token.
+    pub rejected: usize,
+    /// Grants while another client was inside its critical section (every breach of
+    /// mutual exclusion, where the checker names the first).
+    pub overlapping_grants: usize,
+    /// Accepted writes after which the stock was not initial − purchases for the
+    /// first time or anew (every lost update, where the checker names the first).
+    pub lost_updates: usize,
+    /// Faults followed by an overlapping grant or a lost update while they lasted or
+    /// within one ttl after.
+    pub faults_followed_by_breach: usize,
+}
+
+impl Counts {
+    fn of(history: &History, faults: &[FaultRecord], ttl_ms: u64) -> Counts {
+        let mut c = Counts::default();
+        let mut inside: Vec<usize> = Vec::new();
+        let mut lost_base = history.initial_stock;
+        let mut breaches = Vec::new();
+        for e in &history.entries {
+            match &e.event {
+                Event::AcquireStart { .. } => c.acquire_attempts += 1,
+                Event::Acquired { client, .. } => {
+                    c.acquired += 1;
+                    if inside.iter().any(|i| i != client) {
+                        c.overlapping_grants += 1;
+                        breaches.push(e.ms);
+                    }
+                    inside.push(*client);
+                }
+                Event::Crash { client } | Event::Done { client } => {
+                    inside.retain(|i| i != client);
+                }
+                Event::ReleaseStart { .. } => c.releases += 1,
+                Event::Leave { client } => {
+                    c.critical_sections += 1;
+                    inside.retain(|i| i != client);
+                }
+                Event::StockWrite {
+                    accepted: true,
+                    stock,
+                    ..
+                } => {
+                    c.purchases += 1;
+                    let purchases = i64::try_from(c.purchases).unwrap_or(i64::MAX);
+                    if *stock != lost_base - purchases {
+                        c.lost_updates += 1;
+                        breaches.push(e.ms);
+                        lost_base = stock + purchases;
+                    }
+                }
+                Event::StockWrite {
+                    accepted: false, ..
+                }
+                | Event::StockRead { value: None, .. } => c.rejected += 1,
+                _ => {}
+            }
+        }
+        let ttl = ttl_ms as f64;
+        c.faults_followed_by_breach = faults
+            .iter()
+            .filter(|f| {
+                breaches
+                    .iter()
+                    .any(|b| *b >= f.start_ms && *b <= f.end_ms + ttl)
+            })
+            .count();
+        c
+    }
+}
+
+/// What a soak did and what the checker found.
+#[derive(Clone, Debug)]
+pub struct SoakOutcome {
+    /// The history, sorted by time.
+    pub history: History,
+    /// The faults carried out.
+    pub faults: Vec<FaultRecord>,
+    /// The checker's verdicts.
+    pub verdicts: Verdicts,
+    /// Operation counts.
+    pub counts: Counts,
+    /// Properties the soak cannot judge, and why.
+    pub unjudged: Vec<(Property, &'static str)>,
+    /// Fault kinds the scenario enables that a soak does not inject.
+    pub not_injected: Vec<&'static str>,
+    /// Clients run.
+    pub clients: usize,
+    /// The lease in ms (ttl × tick_ms).
+    pub ttl_ms: u64,
+    /// The id of the cluster (label of its containers and network).
+    pub cluster: String,
+    /// Real seconds the soak took, set-up and tear-down included.
+    pub seconds: f64,
+}
+
+impl SoakOutcome {
+    /// The stretch of history that shows `v`: from when the earliest client still in
+    /// its critical section at the violation entered it (at least one ttl before the
+    /// violation, and the start of a fault in progress then), to the violation.
+    pub fn interval(&self, v: &Violation) -> (f64, f64) {
+        let mut start = v.ms - self.ttl_ms as f64;
+        let mut since: Vec<Option<f64>> = vec![None; self.clients];
+        for e in &self.history.entries {
+            if e.ms >= v.ms {
+                break;
+            }
+            match &e.event {
+                Event::Acquired { client, .. } => since[*client] = Some(e.ms),
+                Event::Leave { client } | Event::Crash { client } | Event::Done { client } => {
+                    since[*client] = None;
+                }
+                _ => {}
+            }
+        }
+        for at in since.iter().flatten() {
+            start = start.min(*at);
+        }
+        for f in &self.faults {
+            if f.start_ms <= v.ms && f.end_ms >= start {
+                start = start.min(f.start_ms);
+            }
+        }
+        (start.max(0.0), v.ms)
+    }
+}
+
+/// The client id of client `c` in its `generation`-th life (a crashed client comes
+/// back as a new process): `c{c}.{generation}`; lock tokens are `{id}:{attempt}`.
+pub fn client_id(c: usize, generation: u32) -> String {
+    format!("c{c}.{generation}")
+}
+
+/// The client whose token (or reentrant hash field) `value` is, if it is one of ours.
+pub fn owner_of(value: &str) -> Option<usize> {
+    let rest = value.strip_prefix('c')?;
+    let (c, _) = rest.split_once('.')?;
+    c.parse().ok()
+}
+
+/// Aborts the soak's tasks when dropped (an error or a panic): the cluster, dropped
+/// after them, then tears down.
+struct Tasks(Vec<tokio::task::AbortHandle>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
+/// Soak `scenario`: start the containers, run the clients, the nemesis and the
+/// observer for `options.duration`, stop them, remove the containers, judge the
+/// history. `progress` gets a line every few seconds.
+pub async fn soak(
+    scenario: &Scenario,
+    options: &SoakOptions,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<SoakOutcome, RunError> {
+    let started = Instant::now();
+    let n_clients = options.clients.clamp(1, MAX_CLIENTS);
+    let masters = scenario.topology.masters as usize;
+    let replicas = scenario.topology.replicas as usize;
+    let cluster = Nemesis::start(
+        masters,
+        replicas,
+        n_clients,
+        scenario.faults.clock_jumps > 0,
+    )
+    .await?;
+    let cluster_id = cluster.cluster().id().to_string();
+    let urls: Vec<Vec<String>> = (0..n_clients)
+        .map(|c| (0..masters).map(|m| cluster.link(c, m).url()).collect())
+        .collect();
+    let cluster = Arc::new(tokio::sync::Mutex::new(cluster));
+    let recorder = Arc::new(Recorder::new(n_clients, scenario.fencing));
+    let stop = Arc::new(AtomicBool::new(false));
+    let spec = client::Spec::of(scenario);
+    let clients = Arc::new(client::Clients::start(
+        spec.clone(),
+        urls,
+        recorder.clone(),
+        stop.clone(),
+        options.seed,
+    ));
+    let mut tasks = Tasks(Vec::new());
+    let plan = nemesis::Plan::of(scenario, options);
+    let nemesis_task = tokio::spawn(nemesis::run(
+        plan,
+        cluster.clone(),
+        clients.clone(),
+        recorder.clone(),
+        stop.clone(),
+    ));
+    tasks.0.push(nemesis_task.abort_handle());
+    let observer = tokio::spawn(nemesis::observe(
+        cluster.clone(),
+        recorder.clone(),
+        scenario.timing.tick_ms,
+        masters,
+        spec.key.clone(),
+    ));
+    tasks.0.push(observer.abort_handle());
+    let deadline = Instant::now() + options.duration;
+    let mut next_note = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if nemesis_task.is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100).min(deadline - Instant::now())).await;
+        if Instant::now() >= next_note {
+            next_note += Duration::from_secs(5);
+            let (attempts, sections, faults) = recorder.counts();
+            progress(&format!(
+                "{:.0}/{} s: {attempts} acquire attempts, {sections} critical sections, {faults} faults",
+                recorder.ms() / 1000.0,
+                options.duration.as_secs()
+            ));
+        }
+    }
+    stop.store(true, Ordering::SeqCst);
+    // The nemesis ends the fault in progress (resume, heal, unpause) and returns.
+    let nemesis_result = match tokio::time::timeout(Duration::from_secs(30), nemesis_task).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(RunError::Client(format!("the nemesis task failed: {e}"))),
+        Err(_) => Err(RunError::Client("the nemesis did not stop in 30 s".into())),
+    };
+    let grace = Duration::from_millis(spec.ttl_ms.saturating_mul(2)) + Duration::from_secs(2);
+    clients.stop(grace).await;
+    observer.abort();
+    let _ = observer.await;
+    drop(tasks);
+    nemesis_result?;
+    let cluster = Arc::try_unwrap(cluster)
+        .map_err(|_| RunError::Client("the cluster is still in use".into()))?
+        .into_inner();
+    cluster.shutdown().await?;
+    let (mut entries, faults) = recorder.take();
+    entries.sort_by(|a, b| a.ms.total_cmp(&b.ms));
+    let history = History {
+        design: scenario.design,
+        fencing: scenario.fencing,
+        initial_stock: INITIAL_STOCK,
+        entries,
+    };
+    let verdicts = checker::check(&history);
+    let mut unjudged = vec![(
+        Property::OwnerOnlyRelease,
+        "the driver's commands are not observed one by one in a soak (judged by replay and chaos)",
+    )];
+    if scenario.design == DesignId::GetsetTimestamp {
+        unjudged.push((
+            Property::NoOrphanedLock,
+            "getset-timestamp keeps its expiry in the value",
+        ));
+    }
+    Ok(SoakOutcome {
+        counts: Counts::of(&history, &faults, spec.ttl_ms),
+        history,
+        faults,
+        verdicts,
+        unjudged,
+        not_injected: nemesis::not_injected(scenario),
+        clients: n_clients,
+        ttl_ms: spec.ttl_ms,
+        cluster: cluster_id,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_their_client() {
+        assert_eq!(owner_of(&format!("{}:7", client_id(3, 2))), Some(3));
+        assert_eq!(owner_of("c12.1:0"), Some(12));
+        assert_eq!(owner_of("1732000000123"), None);
+        assert_eq!(owner_of(""), None);
+    }
+
+    fn outcome(entries: Vec<(f64, Event)>, faults: Vec<FaultRecord>, v: Violation) -> SoakOutcome {
+        let history = History {
+            design: DesignId::LuaRelease,
+            fencing: locklab::Fencing::Off,
+            initial_stock: INITIAL_STOCK,
+            entries: entries
+                .into_iter()
+                .map(|(ms, event)| Entry { ms, event })
+                .collect(),
+        };
+        SoakOutcome {
+            counts: Counts::of(&history, &faults, 100),
+            history,
+            faults,
+            verdicts: Verdicts {
+                violations: vec![v],
+            },
+            unjudged: Vec::new(),
+            not_injected: Vec::new(),
+            clients: 2,
+            ttl_ms: 100,
+            cluster: String::new(),
+            seconds: 0.0,
+        }
+    }
+
+    #[test]
+    fn the_interval_reaches_back_to_the_oldest_holder_inside_and_the_fault() {
+        let v = Violation {
+            property: Property::MutualExclusion,
+            ms: 900.0,
+            detail: String::new(),
+        };
+        let pause = FaultRecord {
+            kind: "pause".into(),
+            client: Some(0),
+            start_ms: 450.0,
+            end_ms: 1000.0,
+            what: String::new(),
+            aimed: true,
+        };
+        let o = outcome(
+            vec![
+                (
+                    100.0,
+                    Event::Acquired {
+                        client: 1,
+                        fence: None,
+                    },
+                ),
+                (150.0, Event::Leave { client: 1 }),
+                (
+                    400.0,
+                    Event::Acquired {
+                        client: 0,
+                        fence: None,
+                    },
+                ),
+                (
+                    900.0,
+                    Event::Acquired {
+                        client: 1,
+                        fence: None,
+                    },
+                ),
+                (1000.0, Event::Leave { client: 0 }),
+            ],
+            vec![pause.clone()],
+            v.clone(),
+        );
+        assert_eq!(o.interval(&v), (400.0, 900.0));
+        assert_eq!(o.counts.acquired, 3);
+        // Nobody inside: one ttl back, or the fault in progress.
+        let o = outcome(vec![], vec![pause], v.clone());
+        assert_eq!(o.interval(&v), (450.0, 900.0));
+        let o = outcome(vec![], vec![], v.clone());
+        assert_eq!(o.interval(&v), (800.0, 900.0));
+        let svg = timeline::svg(&o, "a <title>");
+        assert!(svg.contains("a &lt;title&gt;") && svg.contains("mutual_exclusion"));
+    }
+}

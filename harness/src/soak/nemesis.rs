@@ -1,0 +1,487 @@
+//! The soak's nemesis: a seeded schedule of faults of the kinds the scenario enables,
+//! one at a time, each aimed at the holder; and the observer of the lock key.
+//!
+//! Placement (detection power): a fault that strikes a client (a pause, a crash, a cut
+//! link) waits for a client in its critical section and strikes it there; a failover
+//! or a restart waits for a fresh acquire and strikes right after it, before the
+//! replica caught up; a node clock jump strikes while a client holds. A fault that
+//! lasts (pause, cut link, container pause) lasts 0.5 to 2.5 ttls, drawn from the seed,
+//! so that about half outlast the lease. Quiet gaps of 1 to 3 ttls separate faults. A
+//! target that does not show up within four ttls is drawn at random instead (the
+//! fault is then recorded as not aimed).
+//!
+//! The faults, on the run engine's [`Nemesis`](crate::run::nemesis::Nemesis):
+//!
+//! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate) (scenario `pauses`);
+//! - `crash`: the client's task is aborted, and the client comes back as a new process
+//!   after the drawn length (`crashes`);
+//! - `failover`: the replicas catch up with the master (the run engine keeps them off
+//!   the network between catch-ups: replication lags until then) and one ttl passes
+//!   (the lock entry they copied expires, as if they had copied its deletion), then
+//!   right after an acquire a replica is promoted, every client's link moves to it, and the old master
+//!   is `docker kill`ed; it comes back empty as a lagging replica for the next one
+//!   (`failovers`, with `replicas` at least 1);
+//! - `restart`: the serving master comes back empty (`restarts`);
+//! - `partition`: the holder's link proxy to a master is cut for the drawn length, or the
+//!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
+//! - `clock-jump`: the serving master's wall clock jumps by `clock_jump × tick_ms`
+//!   (libclockshift, [`NODE_CLOCK_EMULATION`](crate::run::nemesis::NODE_CLOCK_EMULATION))
+//!   (`clock_jumps`).
+//!
+//! Lost replies and split brains, which the run engine emulates step by step, and
+//! client clock jumps (the driver reads its own clock) are not injected.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use locklab_model::scenario::Scenario;
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use tokio::sync::Mutex;
+
+use super::client::Clients;
+use super::{owner_of, FaultRecord, Recorder, SoakOptions};
+use crate::run::history::Event;
+use crate::run::nemesis::Nemesis;
+use crate::run::RunError;
+
+/// A kind of fault the soak injects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Pause,
+    Crash,
+    Failover,
+    Restart,
+    Partition,
+    ContainerPause,
+    ClockJump,
+}
+
+impl Kind {
+    /// The name in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Pause => "pause",
+            Kind::Crash => "crash",
+            Kind::Failover => "failover",
+            Kind::Restart => "restart",
+            Kind::Partition => "partition",
+            Kind::ContainerPause => "container-pause",
+            Kind::ClockJump => "clock-jump",
+        }
+    }
+}
+
+/// The fault kinds a scenario enables, as the soak injects them.
+pub fn kinds(scenario: &Scenario) -> Vec<Kind> {
+    let f = &scenario.faults;
+    let mut kinds = Vec::new();
+    if f.pauses > 0 {
+        kinds.push(Kind::Pause);
+    }
+    if f.crashes > 0 {
+        kinds.push(Kind::Crash);
+    }
+    if f.failovers > 0 && scenario.topology.replicas > 0 {
+        kinds.push(Kind::Failover);
+    }
+    if f.restarts > 0 {
+        kinds.push(Kind::Restart);
+    }
+    if f.partitions > 0 {
+        kinds.push(Kind::Partition);
+        kinds.push(Kind::ContainerPause);
+    }
+    if f.clock_jumps > 0 {
+        kinds.push(Kind::ClockJump);
+    }
+    kinds
+}
+
+/// The scenario's fault kinds a soak does not inject.
+pub fn not_injected(scenario: &Scenario) -> Vec<&'static str> {
+    let f = &scenario.faults;
+    let mut out = Vec::new();
+    if f.lost_replies > 0 {
+        out.push("lost replies (emulated step by step by replay and chaos only)");
+    }
+    if f.split_brains > 0 {
+        out.push("split brains (replay and chaos only)");
+    }
+    if f.clock_jumps > 0 {
+        out.push("client clock jumps (the driver reads its own clock; node clocks jump)");
+    }
+    out
+}
+
+/// The nemesis' schedule settings.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    kinds: Vec<Kind>,
+    seed: u64,
+    ttl_ms: u64,
+    clock_jump_ms: i64,
+    masters: usize,
+    replicas: usize,
+    first_fault: Option<Duration>,
+    lengths: (f64, f64),
+}
+
+impl Plan {
+    /// The schedule of `scenario` under `options`.
+    pub fn of(scenario: &Scenario, options: &SoakOptions) -> Plan {
+        let tick_ms = scenario.timing.tick_ms;
+        let ttl_ms = u64::from(scenario.timing.ttl)
+            .saturating_mul(tick_ms)
+            .max(1);
+        let jump = u64::from(scenario.timing.clock_jump).saturating_mul(tick_ms);
+        Plan {
+            kinds: kinds(scenario),
+            seed: options.seed,
+            ttl_ms,
+            clock_jump_ms: i64::try_from(jump).unwrap_or(i64::MAX),
+            masters: scenario.topology.masters as usize,
+            replicas: scenario.topology.replicas as usize,
+            first_fault: options.first_fault,
+            lengths: options.fault_ttls,
+        }
+    }
+
+    /// `lo..hi` ttls, drawn.
+    fn ttls(&self, rng: &mut ChaCha8Rng, lo: f64, hi: f64) -> Duration {
+        let k = if hi > lo {
+            rng.random_range(lo..hi)
+        } else {
+            lo
+        };
+        Duration::from_secs_f64(self.ttl_ms as f64 / 1000.0 * k.max(0.0))
+    }
+}
+
+/// Sleep `d`, or less when the soak stops; whether it stopped.
+async fn sleep_or_stop(d: Duration, stop: &AtomicBool) -> bool {
+    let end = tokio::time::Instant::now() + d;
+    loop {
+        if stop.load(Ordering::SeqCst) {
+            return true;
+        }
+        let now = tokio::time::Instant::now();
+        if now >= end {
+            return false;
+        }
+        tokio::time::sleep((end - now).min(Duration::from_millis(20))).await;
+    }
+}
+
+/// The target of a fault: a client in its critical section (`Some`, aimed) within
+/// `limit`, chosen among them.
+async fn holder(
+    rec: &Recorder,
+    rng: &mut ChaCha8Rng,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> Option<usize> {
+    let end = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        let inside = rec.inside();
+        if let Some((c, _)) = inside.choose(rng) {
+            return Some(*c);
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    None
+}
+
+/// Wait for an acquire after now (within `limit`): the client that acquired.
+async fn fresh_acquire(rec: &Recorder, limit: Duration, stop: &AtomicBool) -> Option<usize> {
+    let since = rec.ms();
+    let end = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        if let Some((c, at)) = rec.last_acquire() {
+            if at >= since {
+                return Some(c);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    None
+}
+
+/// Record a fault that began at `start` and ends now.
+fn record(
+    rec: &Recorder,
+    kind: Kind,
+    client: Option<usize>,
+    start: f64,
+    what: String,
+    aimed: bool,
+) {
+    rec.fault(FaultRecord {
+        kind: kind.as_str().into(),
+        client,
+        start_ms: start,
+        end_ms: rec.ms(),
+        what,
+        aimed,
+    });
+}
+
+/// Run the schedule until the soak stops; a fault in progress then ends at once.
+pub async fn run(
+    plan: Plan,
+    cluster: Arc<Mutex<Nemesis>>,
+    clients: Arc<Clients>,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+) -> Result<(), RunError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed);
+    // Per master slot: the replicas that may still be promoted.
+    let mut spare: Vec<Vec<usize>> = (0..plan.masters)
+        .map(|m| {
+            (0..plan.replicas)
+                .map(|j| plan.masters + m * plan.replicas + j)
+                .collect()
+        })
+        .collect();
+    let first = plan
+        .first_fault
+        .unwrap_or_else(|| plan.ttls(&mut rng, 1.0, 3.0));
+    if sleep_or_stop(first, &stop).await {
+        return Ok(());
+    }
+    let limit = Duration::from_millis(plan.ttl_ms.saturating_mul(4)) + Duration::from_secs(1);
+    let n_clients = clients.len();
+    loop {
+        let available: Vec<Kind> = plan
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| *k != Kind::Failover || spare.iter().any(|s| !s.is_empty()))
+            .collect();
+        let Some(&kind) = available.choose(&mut rng) else {
+            // Nothing to inject: the clients run undisturbed to the end.
+            while !sleep_or_stop(Duration::from_secs(1), &stop).await {}
+            return Ok(());
+        };
+        let length = plan.ttls(&mut rng, plan.lengths.0, plan.lengths.1);
+        let random_client = rng.random_range(0..n_clients);
+        let slot = rng.random_range(0..plan.masters);
+        match kind {
+            Kind::Pause | Kind::Crash | Kind::Partition => {
+                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let c = target.unwrap_or(random_client);
+                let start = rec.ms();
+                let what = match kind {
+                    Kind::Pause => {
+                        let gate = clients.gate(c);
+                        gate.pause();
+                        rec.push(Event::Pause { client: c });
+                        sleep_or_stop(length, &stop).await;
+                        gate.resume();
+                        rec.push(Event::Resume { client: c });
+                        format!("client{} stop-the-world pause", c + 1)
+                    }
+                    Kind::Crash => {
+                        clients.crash(c);
+                        sleep_or_stop(length, &stop).await;
+                        clients.restart(c);
+                        format!("client{} crashed, back as a new process", c + 1)
+                    }
+                    _ => {
+                        let cut = cluster.lock().await.partition(c, slot, true);
+                        sleep_or_stop(length, &stop).await;
+                        cluster.lock().await.partition(c, slot, false);
+                        cut
+                    }
+                };
+                record(&rec, kind, Some(c), start, what, target.is_some());
+            }
+            Kind::ContainerPause => {
+                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let n = cluster.lock().await.serving(slot);
+                let start = rec.ms();
+                cluster.lock().await.node(n).pause().await?;
+                let stopped = sleep_or_stop(length, &stop).await;
+                cluster.lock().await.node(n).unpause().await?;
+                record(
+                    &rec,
+                    kind,
+                    None,
+                    start,
+                    format!(
+                        "docker pause node{}{}",
+                        n + 1,
+                        if stopped { " (ended by the stop)" } else { "" }
+                    ),
+                    target.is_some(),
+                );
+            }
+            Kind::ClockJump => {
+                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let mut nem = cluster.lock().await;
+                let n = nem.serving(slot);
+                let start = rec.ms();
+                let what = nem.clock_jump(n, plan.clock_jump_ms).await?;
+                drop(nem);
+                record(&rec, kind, None, start, what, target.is_some());
+            }
+            Kind::Restart => {
+                let target = fresh_acquire(&rec, limit, &stop).await;
+                let mut nem = cluster.lock().await;
+                let n = nem.serving(slot);
+                let start = rec.ms();
+                let what = nem.restart(n).await?;
+                drop(nem);
+                record(&rec, kind, None, start, what, target.is_some());
+            }
+            Kind::Failover => {
+                let m = (0..plan.masters)
+                    .filter(|m| !spare[*m].is_empty())
+                    .collect::<Vec<_>>()
+                    .choose(&mut rng)
+                    .copied()
+                    .unwrap_or(0);
+                let pick = rng.random_range(0..spare[m].len());
+                let r = spare[m].remove(pick);
+                // Replication catches up now; what comes after lags until the failover.
+                for n in spare[m].iter().copied().chain([r]) {
+                    let what = cluster.lock().await.catch_up(n, m).await?;
+                    rec.push(Event::Fault {
+                        what: format!("replication: {what}"),
+                    });
+                }
+                // The lock entry the replicas copied expires before the failover (a
+                // replica that keeps up would have copied its deletion): what the
+                // promoted one lacks is the acquires since, the last one above all.
+                if sleep_or_stop(Duration::from_millis(plan.ttl_ms + plan.ttl_ms / 4), &stop).await
+                {
+                    return Ok(());
+                }
+                let target = fresh_acquire(&rec, limit, &stop).await;
+                let mut nem = cluster.lock().await;
+                let start = rec.ms();
+                let old = nem.serving(m);
+                let what = nem.failover_clients_first(m, r).await?;
+                drop(nem);
+                record(&rec, kind, None, start, what, target.is_some());
+                // The old master comes back as a replica, for the next failover.
+                let what = cluster.lock().await.rejoin_as_replica(old, m).await?;
+                rec.push(Event::Fault {
+                    what: format!("recovery: {what}"),
+                });
+                spare[m].push(old);
+            }
+        }
+        let quiet = plan.ttls(&mut rng, 1.0, 3.0);
+        if sleep_or_stop(quiet, &stop).await {
+            return Ok(());
+        }
+    }
+}
+
+/// The observer's look at the lock key, in one step (a script, so that no command of
+/// a client falls between reading the owner and the PTTL): the string value or the
+/// first hash field, and the PTTL (-2: no key).
+const LOOK: &str = "local t = redis.call('type', KEYS[1]).ok \
+    if t == 'string' then return {redis.call('get', KEYS[1]), redis.call('pttl', KEYS[1])} end \
+    if t == 'hash' then return {redis.call('hkeys', KEYS[1])[1] or '', redis.call('pttl', KEYS[1])} end \
+    if t == 'none' then return {'', -2} end \
+    return {'', redis.call('pttl', KEYS[1])}";
+
+/// What the observer reads of the lock key on one node: its owner and PTTL.
+async fn look(
+    conn: &mut redis::aio::MultiplexedConnection,
+    key: &str,
+) -> redis::RedisResult<(Option<usize>, i64)> {
+    let (value, pttl): (String, i64) = redis::cmd("EVAL")
+        .arg(LOOK)
+        .arg(1)
+        .arg(key)
+        .query_async(conn)
+        .await?;
+    Ok((owner_of(&value), pttl))
+}
+
+/// Every half tick, look at the lock key on each serving master and record it
+/// ([`Event::KeyObserved`]) when it changed or has no expiry: the checker's evidence of
+/// orphaned locks. Runs until aborted.
+pub async fn observe(
+    cluster: Arc<Mutex<Nemesis>>,
+    rec: Arc<Recorder>,
+    tick_ms: u64,
+    masters: usize,
+    key: String,
+) {
+    let every = Duration::from_millis((tick_ms / 2).clamp(10, 500));
+    let timeout = Duration::from_millis(200);
+    let mut conns: HashMap<SocketAddr, redis::aio::MultiplexedConnection> = HashMap::new();
+    let mut seen: HashMap<usize, (Option<usize>, bool)> = HashMap::new();
+    loop {
+        let targets: Vec<(usize, SocketAddr)> = {
+            let nem = cluster.lock().await;
+            (0..masters)
+                .map(|m| nem.serving(m))
+                .filter(|n| nem.alive(*n))
+                .map(|n| (n, nem.addr(n)))
+                .collect()
+        };
+        for (n, addr) in targets {
+            let conn = match conns.entry(addr) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    let Ok(client) = redis::Client::open(format!("redis://{addr}")) else {
+                        continue;
+                    };
+                    let connect = client.get_multiplexed_async_connection();
+                    match tokio::time::timeout(timeout, connect).await {
+                        Ok(Ok(conn)) => e.insert(conn),
+                        _ => continue,
+                    }
+                }
+            };
+            // The owner's state before and after the look: the key was read at some
+            // moment in between.
+            let (start, before) = rec.holding();
+            let (owner, pttl) = match tokio::time::timeout(timeout, look(conn, &key)).await {
+                Ok(Ok(x)) => x,
+                _ => {
+                    conns.remove(&addr);
+                    continue;
+                }
+            };
+            let (end, after) = rec.holding();
+            if pttl == -2 {
+                seen.remove(&n);
+                continue;
+            }
+            // Recorded at a moment when the owner's state is what the look may have
+            // seen: while it held (at the start or the end of the look), or at the end
+            // when it held at no point of it. A look during which the owner started or
+            // ended a hold and held at neither end says nothing for sure: left out.
+            let at = match owner.and_then(|o| Some((before.get(o)?, after.get(o)?))) {
+                None => end,
+                Some((_, a)) if a.0 => end,
+                Some((b, _)) if b.0 => start,
+                Some((b, a)) if b.1 == a.1 => end,
+                Some(_) => continue,
+            };
+            let state = (owner, pttl >= 0);
+            if seen.get(&n) != Some(&state) || pttl == -1 {
+                seen.insert(n, state);
+                rec.push_at(
+                    at,
+                    Event::KeyObserved {
+                        node: n,
+                        owner,
+                        pttl_ms: pttl,
+                    },
+                );
+            }
+        }
+        tokio::time::sleep(every).await;
+    }
+}
