@@ -235,9 +235,9 @@ impl Node {
         self.slot.master()
     }
 
-    /// The node as errors show it: its URL, or for a node following Sentinel the
-    /// master it last used.
-    fn shown_now(&self) -> String {
+    /// The node as errors show it: its URL (password hidden), or for a node following
+    /// Sentinel the master it last used.
+    pub(crate) fn shown_now(&self) -> String {
         match (&self.target, self.slot.master()) {
             (Target::Sentinel { service, .. }, Some(master)) => {
                 format!("{master}, master of `{service}` per Sentinel")
