@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use redis::Value;
 use tokio::task::JoinSet;
 
 use crate::engine;
@@ -97,6 +98,7 @@ impl ClusterBuilder {
         let mut cluster = Cluster {
             id: id.clone(),
             network: network.clone(),
+            sentinel_network: None,
             masters: Vec::new(),
             replicas: Vec::new(),
             sentinels: Vec::new(),
@@ -222,11 +224,14 @@ fn new_cluster_id() -> String {
 pub struct Cluster {
     id: String,
     network: Option<String>,
+    /// With sentinels: the network Sentinel reaches every node on, which no fault
+    /// cuts (see [`Cluster::sentinel_network`]).
+    sentinel_network: Option<String>,
     masters: Vec<Node>,
     replicas: Vec<Vec<Node>>,
     sentinels: Vec<Sentinel>,
-    /// With sentinels: each node's IP on the cluster network (master `m`, replica
-    /// `Some(j)` or the master itself `None`), as Sentinel names them.
+    /// With sentinels: each node's IPs on both networks (master `m`, replica
+    /// `Some(j)` or the master itself `None`), as Sentinel may name them.
     ips: Vec<(IpAddr, usize, Option<usize>)>,
     torn_down: bool,
 }
@@ -244,9 +249,24 @@ impl Cluster {
         &self.id
     }
 
-    /// The cluster's Docker network (only when replicas > 0).
+    /// The cluster's Docker network (only when replicas > 0): replication runs on
+    /// it, and [`Node::disconnect_from_network`] cuts a node off it.
     pub fn network(&self) -> Option<&str> {
         self.network.as_deref()
+    }
+
+    /// With sentinels, a second network, `<id>-sentinel`, that every replica and
+    /// sentinel joins and no fault cuts. Each replica announces its address there
+    /// (`replica-announce-ip`), so the sentinels reach it there, and replicates from
+    /// its master by the master's container name, which resolves on the cluster
+    /// network only (the masters stay off this one): a replica cut off the cluster
+    /// network stops replicating (and lags) but stays in the sentinels' sight, so
+    /// Sentinel can promote a replica that missed writes, as it does when a
+    /// partition cuts a replica's link only. Replicas that follow a promoted replica
+    /// replicate over this network (Sentinel names the promoted node by its
+    /// announced address): cutting them off the cluster network no longer stops them.
+    pub fn sentinel_network(&self) -> Option<&str> {
+        self.sentinel_network.as_deref()
     }
 
     /// The masters, in order (`m0`, `m1`, ...).
@@ -284,40 +304,56 @@ impl Cluster {
         Ok(())
     }
 
-    /// Records every node's cluster-network IP, starts the sentinels (in parallel)
-    /// and waits until they know each other and every replica.
+    /// Creates the sentinel network and puts every replica on it, announcing its
+    /// address there (see [`Cluster::sentinel_network`]). Then starts the sentinels
+    /// (in parallel) and waits until they know each other and every replica.
     async fn start_sentinels(
         &mut self,
         spec: &Arc<NodeSpec>,
         n: usize,
     ) -> Result<(), ClusterError> {
+        let engine = engine::engine().await?;
+        let net = format!("{}-sentinel", self.id);
+        let mut labels = spec.owner.as_ref().map(Owner::labels).unwrap_or_default();
+        labels.insert(CLUSTER_LABEL.to_string(), self.id.clone());
+        engine.network_create(&net, labels).await?;
+        self.sentinel_network = Some(net.clone());
+        let ip_on = async |node: &Node, network: &str| -> Result<IpAddr, ClusterError> {
+            let ip = engine.container_ip(&node.container_id(), network).await?;
+            ip.and_then(|ip| ip.parse().ok()).ok_or_else(|| {
+                ClusterError::docker(
+                    format!("address of {} on {network}", node.name()),
+                    "no IP address",
+                )
+            })
+        };
+        let repl_net = self.network.clone().unwrap_or_default();
         for (m, master) in self.masters.iter().enumerate() {
-            let nodes = std::iter::once((None, master)).chain(
-                self.replicas[m]
-                    .iter()
-                    .enumerate()
-                    .map(|(j, r)| (Some(j), r)),
-            );
-            for (j, node) in nodes {
-                let ip = node.network_ip().await?.and_then(|ip| ip.parse().ok());
-                let ip = ip.ok_or_else(|| {
-                    ClusterError::docker(
-                        format!("address of {}", node.name()),
-                        "no IP on the cluster network",
-                    )
-                })?;
-                self.ips.push((ip, m, j));
+            // the master stays off the sentinel network: its name resolves on the
+            // cluster network only, for the sentinels and the replicas alike
+            self.ips.push((ip_on(master, &repl_net).await?, m, None));
+            for (j, r) in self.replicas[m].iter().enumerate() {
+                engine.network_connect(&net, &r.container_id()).await?;
+                let announced = ip_on(r, &net).await?;
+                self.ips.push((announced, m, Some(j)));
+                self.ips.push((ip_on(r, &repl_net).await?, m, Some(j)));
+                let announced = announced.to_string();
+                r.query::<()>(&["CONFIG", "SET", "replica-announce-ip", &announced])
+                    .await?;
+                // the replica reconnects at once, announcing that address
+                let _: Value = r.query(&["CLIENT", "KILL", "TYPE", "master"]).await?;
             }
         }
+        self.wait_for_replication(LINK_TIMEOUT).await?;
         let monitored: Vec<(String, String)> = self
-            .ips
+            .masters
             .iter()
-            .filter(|(_, _, j)| j.is_none())
-            .map(|(ip, m, _)| (sentinel::service_name(*m), ip.to_string()))
+            .enumerate()
+            .map(|(m, master)| (sentinel::service_name(m), master.name().to_string()))
             .collect();
         let conf = sentinel::config(&monitored, n);
         let starts = (0..n)
-            .map(|i| Sentinel::start(spec.clone(), format!("s{i}"), conf.clone()))
+            .map(|i| Sentinel::start(spec.clone(), format!("s{i}"), conf.clone(), net.clone()))
             .collect();
         // on error the cluster's sweep removes what started
         self.sentinels = join_in_order(starts, "sentinel start").await?;
@@ -337,7 +373,7 @@ impl Cluster {
         self.sentinels.iter().map(Sentinel::url).collect()
     }
 
-    /// The node at a cluster-network address Sentinel named (clusters with sentinels).
+    /// The node at an address Sentinel named (clusters with sentinels).
     pub fn node_at(&self, ip: IpAddr) -> Option<&Node> {
         let (_, m, j) = self.ips.iter().find(|(a, _, _)| *a == ip)?;
         Some(match j {
@@ -393,10 +429,12 @@ impl Cluster {
                 votes.iter().filter(|v| *v == ip).count() >= majority
                     && self.node_at(*ip).is_some_and(|n| n.name() != old.name())
             });
-            if let Some(node) = named.and_then(|ip| self.node_at(ip)) {
+            if let Some((ip, node)) = named.and_then(|ip| Some((ip, self.node_at(ip)?))) {
                 match node.replication_field("role").await {
                     Ok(Some(role)) if role == "master" => {
                         node.set_role(Role::Master);
+                        // its replicas now follow it where Sentinel names it
+                        node.set_replication_host(ip.to_string());
                         for r in &self.replicas[m] {
                             if r.name() != node.name() {
                                 r.set_role(Role::Replica {
@@ -429,8 +467,15 @@ impl Cluster {
     pub async fn shutdown(mut self) -> Result<(), ClusterError> {
         self.torn_down = true;
         drop(self.take_nodes());
-        let network = self.network.take();
-        sweep(&self.id, network.as_deref()).await
+        let networks = self.take_networks();
+        sweep(&self.id, &networks).await
+    }
+
+    /// The networks, to be removed (the sentinels' first).
+    fn take_networks(&mut self) -> Vec<String> {
+        let mut networks: Vec<String> = self.sentinel_network.take().into_iter().collect();
+        networks.extend(self.network.take());
+        networks
     }
 
     /// The nodes, disowned: the sweep by label removes their containers.
@@ -450,9 +495,9 @@ impl Drop for Cluster {
         }
         self.torn_down = true;
         drop(self.take_nodes());
-        let network = self.network.take();
+        let networks = self.take_networks();
         let id = &self.id;
-        let _ = engine::block_on(sweep(id, network.as_deref()));
+        let _ = engine::block_on(sweep(id, &networks));
     }
 }
 
@@ -472,8 +517,8 @@ pub fn remaining_resources(cluster_id: &str) -> Result<(Vec<String>, Vec<String>
     })
 }
 
-/// Removes every container labelled with the cluster id, then the network.
-async fn sweep(id: &str, network: Option<&str>) -> Result<(), ClusterError> {
+/// Removes every container labelled with the cluster id, then the networks.
+async fn sweep(id: &str, networks: &[String]) -> Result<(), ClusterError> {
     let engine = engine::engine().await?;
     let mut first_err = None;
     let filter = [format!("{CLUSTER_LABEL}={id}")];
@@ -489,7 +534,7 @@ async fn sweep(id: &str, network: Option<&str>) -> Result<(), ClusterError> {
             first_err.get_or_insert(e);
         }
     }
-    if let Some(net) = network {
+    for net in networks {
         // an endpoint can take a moment to go after its container
         let mut result = engine.network_remove(net).await;
         for _ in 0..10 {

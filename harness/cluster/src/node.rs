@@ -78,6 +78,9 @@ pub struct Node {
     port: AtomicU16,
     id: Mutex<String>,
     on_network: AtomicBool,
+    /// The address replicas give in `REPLICAOF` for this node: its container name,
+    /// or with sentinels its IP on the cluster network.
+    replication_host: Mutex<Option<String>>,
     /// The id of the container this node owns (`None` once removed or handed
     /// to the cluster's sweep); the lock also orders faults and restarts.
     container: tokio::sync::Mutex<Option<String>>,
@@ -107,6 +110,7 @@ impl Node {
             short,
             name,
             on_network: AtomicBool::new(spec.network.is_some()),
+            replication_host: Mutex::new(None),
             spec,
             role: Mutex::new(role),
             port: AtomicU16::new(port),
@@ -358,6 +362,25 @@ impl Node {
         engine::engine().await?.container_ip(&id, net).await
     }
 
+    /// The host replicas of this node give in `REPLICAOF`: its container name, or
+    /// in a cluster with sentinels its IP on the cluster network (the address the
+    /// sentinels monitor, which a replica must use for Sentinel to find it
+    /// configured right).
+    pub fn replication_host(&self) -> String {
+        self.replication_host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| self.name.clone())
+    }
+
+    pub(crate) fn set_replication_host(&self, host: String) {
+        *self
+            .replication_host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(host);
+    }
+
     /// Records a role change made by someone else (Sentinel's failover).
     pub(crate) fn set_role(&self, role: Role) {
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = role;
@@ -380,7 +403,7 @@ impl Node {
     pub async fn replicate_from(&self, master: &Node) -> Result<(), ClusterError> {
         self.network("replicate")?;
         let port = REDIS_PORT.to_string();
-        self.query::<()>(&["REPLICAOF", master.name(), &port])
+        self.query::<()>(&["REPLICAOF", &master.replication_host(), &port])
             .await?;
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Replica {
             of: master.name().to_string(),

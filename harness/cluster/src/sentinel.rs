@@ -7,11 +7,13 @@
 //! its file as it learns the topology: the file is mode 0666 in `/data`, which the
 //! image's `redis` user owns, so the rewrite's temporary file and rename work).
 //!
-//! Every master `m<i>` is monitored as the service `m<i>` by its address on the
-//! cluster network (an IP, not the container name: a killed container's name no
-//! longer resolves, and Sentinel would then record the old master as `:6379`). The
-//! addresses Sentinel hands out are therefore cluster-network addresses, which the
-//! host reaches through the network's bridge.
+//! Every master `m<i>` is monitored as the service `m<i>` by its container name
+//! (`sentinel resolve-hostnames yes`), the host its replicas replicate from, which
+//! resolves on the cluster network only. The replicas are known to Sentinel by their
+//! address on a second network that no fault cuts (`Cluster::sentinel_network`). The
+//! addresses Sentinel hands out are IPs on these two networks, which the host
+//! reaches through their bridges. (Once a master is killed its name no longer
+//! resolves; Sentinel then logs it as a replica without address, harmlessly.)
 //!
 //! Timing ([`DOWN_AFTER_MS`], [`FAILOVER_TIMEOUT_MS`]) is short so that a test's
 //! failover takes seconds, not the production defaults' minutes.
@@ -58,14 +60,19 @@ pub fn service_name(m: usize) -> String {
     format!("m{m}")
 }
 
-/// The configuration of every sentinel: each master (service name, IP on the cluster
-/// network) monitored with a majority quorum of the `sentinels`.
+/// The configuration of every sentinel: each master (service name, container name)
+/// monitored with a majority quorum of the `sentinels`.
 pub(crate) fn config(masters: &[(String, String)], sentinels: usize) -> String {
     let quorum = sentinels / 2 + 1;
-    let mut conf = format!("port {SENTINEL_PORT}\nprotected-mode no\n");
-    for (service, ip) in masters {
+    // Masters are monitored by container name, the host their replicas give in
+    // REPLICAOF: Sentinel compares the two (by resolving the name) and would
+    // otherwise "fix" every replica's configuration. Addresses handed out stay IPs
+    // (`announce-hostnames no`, the default).
+    let mut conf =
+        format!("port {SENTINEL_PORT}\nprotected-mode no\nsentinel resolve-hostnames yes\n");
+    for (service, host) in masters {
         conf.push_str(&format!(
-            "sentinel monitor {service} {ip} {port} {quorum}\n\
+            "sentinel monitor {service} {host} {port} {quorum}\n\
              sentinel down-after-milliseconds {service} {DOWN_AFTER_MS}\n\
              sentinel failover-timeout {service} {FAILOVER_TIMEOUT_MS}\n\
              sentinel parallel-syncs {service} 1\n",
@@ -92,9 +99,10 @@ impl Sentinel {
         spec: Arc<NodeSpec>,
         short: String,
         conf: String,
+        sentinel_network: String,
     ) -> Result<Sentinel, ClusterError> {
         let name = format!("{}-{}", spec.cluster_id, short);
-        let result = try_start(&spec, &name, &short, &conf).await;
+        let result = try_start(&spec, &name, &short, &conf, &sentinel_network).await;
         if result.is_err() {
             if let Ok(engine) = engine::engine().await {
                 let _ = engine.container_remove(&name).await;
@@ -188,6 +196,7 @@ async fn try_start(
     name: &str,
     short: &str,
     conf: &str,
+    sentinel_network: &str,
 ) -> Result<(String, u16), ClusterError> {
     if spec.network.is_none() {
         return Err(ClusterError::Unsupported(
@@ -205,6 +214,8 @@ async fn try_start(
     engine
         .put_file_with_mode(&id, CONFIG_DIR, CONFIG_NAME, conf.as_bytes(), 0o666)
         .await?;
+    // the cluster network reaches the masters, the sentinel network the replicas
+    engine.network_connect(sentinel_network, &id).await?;
     engine.container_start(name, &id).await?;
     let port = engine
         .published_port(&id, SENTINEL_PORT)
@@ -274,8 +285,12 @@ mod tests {
 
     #[test]
     fn config_monitors_each_master_with_a_majority_quorum() {
-        let c = config(&[("m0".into(), "172.18.0.2".into())], 3);
-        assert!(c.contains("sentinel monitor m0 172.18.0.2 6379 2\n"), "{c}");
+        let c = config(&[("m0".into(), "locklab-1-m0".into())], 3);
+        assert!(
+            c.contains("sentinel monitor m0 locklab-1-m0 6379 2\n"),
+            "{c}"
+        );
+        assert!(c.contains("resolve-hostnames yes\n"), "{c}");
         assert!(c.contains("down-after-milliseconds m0 1000\n"), "{c}");
         assert!(c.contains("failover-timeout m0 3000\n"), "{c}");
         assert!(config(&[("m0".into(), "x".into())], 5).contains(" 6379 3\n"));

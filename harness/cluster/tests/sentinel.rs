@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use locklab_cluster::{remaining_resources, service_name, Cluster, ClusterError, Role};
+use locklab_cluster::{remaining_resources, service_name, Cluster, ClusterError, Node, Role};
 
 /// Far above the few seconds a failover takes with the rig's timing, so that a
 /// loaded machine does not fail the test; the measured time is printed.
@@ -13,6 +13,25 @@ fn require_environment() {
     if let Err(e) = locklab_cluster::preflight() {
         panic!("cannot run the container tests: {e}");
     }
+}
+
+/// `SET key 1`, then `WAIT replicas timeout_ms` on the same connection (WAIT counts
+/// the replicas that acknowledged its connection's writes); the acknowledgements.
+async fn set_and_wait(node: &Node, key: &str, replicas: usize, timeout_ms: u64) -> i64 {
+    let client = redis::Client::open(node.url()).unwrap();
+    let mut con = client.get_multiplexed_async_connection().await.unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("1")
+        .query_async(&mut con)
+        .await
+        .unwrap();
+    redis::cmd("WAIT")
+        .arg(replicas)
+        .arg(timeout_ms)
+        .query_async(&mut con)
+        .await
+        .unwrap()
 }
 
 fn assert_gone(cluster_id: &str) {
@@ -67,11 +86,10 @@ async fn sentinel_promotes_a_replica_after_the_master_dies() {
     let mut dead = Vec::new();
     for round in 0..3 {
         let key = format!("before-kill-{round}");
-        let _: () = current.query(&["SET", &key, "1"]).await.unwrap();
         // every live replica has the write before the kill
-        let live = (3 - round).to_string();
-        let acks: i64 = current.query(&["WAIT", &live, "5000"]).await.unwrap();
-        assert_eq!(acks.to_string(), live);
+        let live = 3 - round;
+        let acks = set_and_wait(current, &key, live, 5000).await;
+        assert_eq!(usize::try_from(acks), Ok(live));
         let t0 = Instant::now();
         current.kill().await.unwrap();
         let promoted = cluster
@@ -125,6 +143,44 @@ async fn sentinel_promotes_a_replica_after_the_master_dies() {
         ms.len(),
         locklab_cluster::DOWN_AFTER_MS
     );
+    drop(cluster);
+    assert_gone(&id);
+}
+
+/// The failover pitfall as Sentinel plays it: the replica is cut off the cluster
+/// network (its replication link) but stays in the sentinels' sight on theirs; the
+/// master takes a write the replica misses and dies; Sentinel promotes the replica,
+/// which lacks the write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_promotes_a_replica_that_missed_a_write() {
+    require_environment();
+    let cluster = Cluster::builder()
+        .replicas(1)
+        .sentinels(3)
+        .start()
+        .await
+        .unwrap_or_else(|e| panic!("cluster start failed: {e}"));
+    let id = cluster.id().to_string();
+    assert!(cluster.sentinel_network().is_some());
+    let (master, replica) = (cluster.master(0), cluster.replica(0, 0));
+    assert_eq!(set_and_wait(master, "seen", 1, 5000).await, 1);
+    replica.disconnect_from_network().await.unwrap();
+    let acks = set_and_wait(master, "missed", 1, 300).await;
+    assert_eq!(acks, 0, "the cut-off replica acknowledged a write");
+    let t0 = Instant::now();
+    master.kill().await.unwrap();
+    let promoted = cluster
+        .wait_for_sentinel_promotion(0, master, PROMOTION_TIMEOUT)
+        .await
+        .unwrap();
+    eprintln!(
+        "sentinel failover to a lagging replica: {} ms",
+        t0.elapsed().as_millis()
+    );
+    assert_eq!(promoted.name(), replica.name());
+    let seen: Option<String> = promoted.query(&["GET", "seen"]).await.unwrap();
+    let missed: Option<String> = promoted.query(&["GET", "missed"]).await.unwrap();
+    assert_eq!((seen.as_deref(), missed), (Some("1"), None));
     drop(cluster);
     assert_gone(&id);
 }
