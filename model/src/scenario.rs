@@ -31,6 +31,9 @@
 //!   live replica (an operator script, or a partition that hides the best one);
 //!   `"most-advanced"`: Sentinel's rule, a replica with the greatest replication offset
 //!   (all replicas have equal priority). Needs `replicas >= 1`.
+//! - `sentinels` (default 0): for replays on real Redis only (the model ignores it):
+//!   0, the harness scripts a failover's promotion; 1 to 7, Redis Sentinels watch the
+//!   master and promote the replica themselves. Needs `replicas >= 1`.
 //!
 //! `[clients]`:
 //! - `count` (required): number of clients, 1 to 4.
@@ -84,6 +87,8 @@ pub const MAX_CLIENTS: u32 = 4;
 pub const MAX_MASTERS: u32 = 7;
 /// Most replicas per master.
 pub const MAX_REPLICAS: u32 = 3;
+/// Most sentinels of a replay.
+pub const MAX_SENTINELS: u32 = 7;
 /// Largest logical horizon, in ticks.
 pub const MAX_HORIZON: u32 = 64;
 /// Most acquire attempts per client.
@@ -140,6 +145,10 @@ pub struct Topology {
     /// of JSON when it is the default (a file without replicas may not name it).
     #[serde(skip_serializing_if = "Promotion::is_any")]
     pub promotion: Promotion,
+    /// `sentinels` (default 0): Redis Sentinels in replays (the model ignores it).
+    /// Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sentinels: u32,
 }
 
 /// `[topology] promotion`: the rule that picks the replica a failover promotes.
@@ -664,7 +673,7 @@ const TOP_KEYS: &[&str] = &[
     "faults",
     "expect",
 ];
-const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion"];
+const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion", "sentinels"];
 const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
 const TIMING_KEYS: &[&str] = &[
     "ttl",
@@ -852,6 +861,17 @@ impl Parser<'_> {
             ));
         }
         let promotion = self.promotion(&topology, replicas.value)?;
+        let sentinels = self.u32_or(&topology, "sentinels", 0)?;
+        self.at_most_cap(&topology, "sentinels", &sentinels, MAX_SENTINELS)?;
+        if sentinels.value > 0 && replicas.value == 0 {
+            return Err(self.err(
+                sentinels.line,
+                topology.dotted("sentinels"),
+                KeyErrorKind::InvalidValue,
+                "sentinels promote a replica, but topology.replicas = 0; add a replica or \
+                 remove sentinels",
+            ));
+        }
         if wait_replicas.value > replicas.value {
             return Err(self.err(
                 wait_replicas.line,
@@ -1039,6 +1059,7 @@ impl Parser<'_> {
                 masters: masters.value,
                 replicas: replicas.value,
                 promotion,
+                sentinels: sentinels.value,
             },
             clients: Clients {
                 count: count.value,
@@ -1507,6 +1528,7 @@ resource_safety = "violated"
                 masters: 5,
                 replicas: 0,
                 promotion: Promotion::Any,
+                sentinels: 0,
             }
         );
         assert_eq!(s.topology.nodes(), 5);
@@ -1595,6 +1617,7 @@ resource_safety = "violated"
                 masters: 1,
                 replicas: 2,
                 promotion: Promotion::Any,
+                sentinels: 0,
             }
         );
         assert_eq!(s.topology.nodes(), 3);
@@ -1620,6 +1643,7 @@ resource_safety = "violated"
                 masters: 1,
                 replicas: 0,
                 promotion: Promotion::Any,
+                sentinels: 0,
             }
         );
         assert_eq!(s.faults, Faults::default());
