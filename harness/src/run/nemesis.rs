@@ -285,11 +285,9 @@ impl Nemesis {
                 r + 1
             )));
         }
+        // Sentinel re-points the others to `r` over its own network: they follow it
+        // whether or not they are on the cluster network (which they stay off).
         self.serving[m] = r;
-        // Sentinel re-points the others over its own network: no lag to emulate.
-        for &n in &others {
-            self.cut_off[n] = false;
-        }
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
