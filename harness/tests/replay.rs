@@ -27,6 +27,24 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// `locklab replay ARGS...` in the repository, which must exit 0; its stdout.
+fn replay_ok(args: &[&std::ffi::OsStr]) -> String {
+    let out = Command::new(BIN)
+        .current_dir(repo())
+        .arg("replay")
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 fn assert_no_leftovers(cluster: &str) {
     let (containers, networks) = remaining_resources(cluster).unwrap();
     assert!(
@@ -42,21 +60,14 @@ fn assert_no_leftovers(cluster: &str) {
 #[test]
 fn lua_release_pause_reproduces_on_real_redis() {
     let dir = temp_dir("pause");
-    let out = Command::new(BIN)
-        .current_dir(repo())
-        .args(["replay", "scenarios/lua-release-pause.toml", "--reports"])
-        .arg(&dir)
-        .arg("--json")
-        .arg(dir.join("out.json"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let json = dir.join("out.json");
+    let stdout = replay_ok(&[
+        "scenarios/lua-release-pause.toml".as_ref(),
+        "--reports".as_ref(),
+        dir.as_os_str(),
+        "--json".as_ref(),
+        json.as_os_str(),
+    ]);
     assert!(stdout.contains("FAULT stop-the-world pause"), "{stdout}");
     for property in ["mutual_exclusion", "resource_safety"] {
         let path = dir
@@ -210,4 +221,30 @@ fn a_panicking_run_leaves_no_container() {
     assert!(joined.unwrap_err().is_panic());
     let cluster = rx.recv().unwrap();
     assert_no_leftovers(&cluster);
+}
+
+/// The failover pitfall with real Redis Sentinel (`[topology] sentinels = 3`): the
+/// replay kills the master, the sentinels promote the replica that missed the lock
+/// key, and the second client takes the lock: the counterexample reproduces.
+#[test]
+fn a_failover_reproduces_with_real_sentinel() {
+    let dir = temp_dir("sentinel");
+    let text = std::fs::read_to_string(repo().join("scenarios/lua-release-failover.toml"))
+        .unwrap()
+        .replace("replicas = 1\n", "replicas = 1\nsentinels = 3\n");
+    assert!(text.contains("sentinels = 3"));
+    let file = dir.join("lua-release-failover.toml");
+    std::fs::write(&file, text).unwrap();
+    let stdout = replay_ok(&[file.as_os_str(), "--reports".as_ref(), dir.as_os_str()]);
+    assert!(
+        stdout.contains("Sentinel (3 sentinels) promoted node2"),
+        "{stdout}"
+    );
+    let path = dir
+        .join("replays")
+        .join("lua-release-failover.mutual_exclusion.json");
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(r["reproduced"], true, "{r:#}");
+    assert_no_leftovers(r["cluster"].as_str().unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,7 +10,7 @@ use super::connections::Connections;
 use super::error::LockError;
 use super::gate::PauseGate;
 use super::lock::{Lock, RetryPolicy};
-use super::node::{Node, NodeTimeouts};
+use super::node::{sentinel_key, Node, NodeTimeouts};
 use crate::design_id::DesignId;
 use crate::machine::{LockConfig, Millis, RenewalOnError};
 
@@ -43,6 +43,8 @@ pub struct LockBuilder {
     key: Option<String>,
     ttl: Duration,
     nodes: Vec<String>,
+    /// Sentinel URLs and the service name, instead of `nodes`.
+    sentinel: Option<(Vec<String>, String)>,
     retry_count: u32,
     retry_delay: Duration,
     retry_jitter: Duration,
@@ -72,6 +74,7 @@ impl LockBuilder {
             key: None,
             ttl: Duration::from_secs(10),
             nodes: Vec::new(),
+            sentinel: None,
             retry_count: 3,
             retry_delay: Duration::from_millis(200),
             retry_jitter: Duration::from_millis(100),
@@ -150,6 +153,42 @@ impl LockBuilder {
         S: Into<String>,
     {
         self.nodes.extend(urls.into_iter().map(Into::into));
+        self
+    }
+
+    /// Run on the master of `service_name` as Redis Sentinel names it, instead of a
+    /// fixed node URL: `sentinel_urls` are the sentinels (e.g.
+    /// `redis://127.0.0.1:26379`), asked in order. For the designs that run on one
+    /// master (every design but `redlock`, pitfalls, fencing and `WAIT` included).
+    ///
+    /// The lock asks the sentinels for the master when it connects, and again after a
+    /// connection error, a timeout or a `READONLY` reply from the node it used (a
+    /// master demoted by a failover): the command that failed so fails the operation
+    /// (naming the master, or [`LockError::NoMaster`] naming each sentinel), and the
+    /// next one — [`Lock::acquire`]'s next attempt — goes to the new master, with
+    /// nothing for the caller to do. A lock taken on the old master is not carried over:
+    /// what the promoted replica had not received is lost, which is the failover
+    /// pitfall `WAIT` narrows.
+    ///
+    /// ```no_run
+    /// # use locklab::driver::{LockBuilder, LockError};
+    /// # async fn run() -> Result<(), LockError> {
+    /// let lock = LockBuilder::watchdog()
+    ///     .key("job:nightly")
+    ///     .sentinel(["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], "mymaster")
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn sentinel<I, S>(mut self, sentinel_urls: I, service_name: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.sentinel = Some((
+            sentinel_urls.into_iter().map(Into::into).collect(),
+            service_name.into(),
+        ));
         self
     }
 
@@ -279,7 +318,25 @@ impl LockBuilder {
         if ttl == 0 || ttl > u64::MAX as u128 / 2 {
             return bad(format!("ttl must be at least 1 ms, got {:?}", self.ttl));
         }
-        let n = self.nodes.len();
+        let mut n = self.nodes.len();
+        if let Some((sentinels, service)) = &self.sentinel {
+            if n != 0 {
+                return bad("give either node URLs or sentinels, not both".into());
+            }
+            if self.design.multi_master() {
+                return bad(format!(
+                    "`{}` runs on independent masters, not on one master behind Sentinel",
+                    self.design
+                ));
+            }
+            if sentinels.is_empty() {
+                return bad("Sentinel needs at least one sentinel URL".into());
+            }
+            if service.is_empty() {
+                return bad("Sentinel needs the service (master) name".into());
+            }
+            n = 1;
+        }
         if n == 0 {
             return bad("the lock needs a node: call .node(\"redis://...\")".into());
         }
@@ -330,7 +387,8 @@ impl LockBuilder {
 
     /// Check the settings and connect.
     ///
-    /// A single-node lock connects now and fails with the node's error
+    /// A single-node lock connects now (through Sentinel: asks the sentinels for the
+    /// master, then connects to it) and fails with the node's error
     /// ([`LockError::Unreachable`], [`LockError::Timeout`]) when it cannot. Redlock
     /// tries every master in parallel but builds even when some are down: it must run
     /// with a minority of masters unreachable, which reconnect on later operations.
@@ -338,18 +396,28 @@ impl LockBuilder {
         let cfg = self.config()?;
         // WAIT counts the writes of its own connection and blocks it: no sharing then.
         let shared = self.connections.as_ref().filter(|_| cfg.wait_replicas == 0);
-        let nodes = self
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, url)| {
-                let slot = match shared {
-                    Some(c) => c.slot(url, self.timeouts),
-                    None => Arc::default(),
-                };
-                Node::with_slot(i, url, self.timeouts, slot).map(Arc::new)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let slot = |url: &str| match shared {
+            Some(c) => c.slot(url, self.timeouts),
+            None => Arc::default(),
+        };
+        let nodes = match &self.sentinel {
+            Some((sentinels, service)) => {
+                let slot = slot(&sentinel_key(sentinels, service));
+                vec![Arc::new(Node::sentinel_with_slot(
+                    0,
+                    sentinels,
+                    service,
+                    self.timeouts,
+                    slot,
+                )?)]
+            }
+            None => self
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, url)| Node::with_slot(i, url, self.timeouts, slot(url)).map(Arc::new))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         let mut set = tokio::task::JoinSet::new();
         for node in &nodes {
             let node = node.clone();
@@ -434,5 +502,36 @@ mod tests {
             .config()
             .unwrap();
         assert_eq!(cfg.drift(), 105);
+    }
+
+    #[test]
+    fn sentinel_settings_are_checked() {
+        let s = || LockBuilder::watchdog().key("k");
+        let cfg = s()
+            .sentinel(["redis://127.0.0.1:26379"], "m0")
+            .config()
+            .unwrap();
+        assert_eq!(cfg.masters, 1);
+        let no: [&str; 0] = [];
+        for bad in [
+            s().sentinel(no, "m0"),
+            s().sentinel(["redis://127.0.0.1:26379"], ""),
+            s().node("redis://127.0.0.1:1")
+                .sentinel(["redis://127.0.0.1:26379"], "m0"),
+            LockBuilder::redlock()
+                .key("k")
+                .sentinel(["redis://127.0.0.1:26379"], "m0"),
+        ] {
+            assert!(matches!(bad.config(), Err(LockError::Config(_))));
+        }
+        // the pitfalls, WAIT and fencing run behind Sentinel too
+        let cfg = LockBuilder::any_design(DesignId::NaiveSetnx)
+            .key("k")
+            .wait_replicas(1)
+            .fencing(true)
+            .sentinel(["redis://127.0.0.1:26379"], "m0")
+            .config()
+            .unwrap();
+        assert!(cfg.fencing && cfg.wait_replicas == 1);
     }
 }

@@ -8,7 +8,10 @@ use crate::design_id::DesignId;
 /// Everything that can go wrong when running a lock on real Redis nodes.
 ///
 /// Errors about one node (unreachable, timeout, an unexpected reply) name it by its
-/// index in the builder's node list and its URL (with any password hidden).
+/// index in the builder's node list and its URL (with any password hidden). For a lock
+/// that follows Sentinel ([`LockBuilder::sentinel`](super::LockBuilder::sentinel)) the
+/// URL is the master Sentinel named; when no master could be found,
+/// [`LockError::NoMaster`] names every sentinel and what it answered.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// The builder's settings are not usable (no node, ttl 0, too many nodes, ...).
@@ -71,6 +74,36 @@ pub enum LockError {
         /// Its URL.
         url: String,
         /// The reply, debug-printed.
+        reply: String,
+    },
+
+    /// Sentinel: no sentinel named a usable master for the service (every sentinel
+    /// unreachable, or each one reporting the master down or not knowing the service,
+    /// or the master it named not answering `ROLE` as a master), e.g. between a
+    /// master's death and the end of the failover.
+    #[error(
+        "node {node}: no sentinel named a usable master for `{service}`: {}",
+        failures.join("; ")
+    )]
+    NoMaster {
+        /// The node's index.
+        node: usize,
+        /// The service (master name) asked for.
+        service: String,
+        /// Each sentinel's failure, naming it: `sentinel <i> (<url>): <why>`.
+        failures: Vec<String>,
+    },
+
+    /// Sentinel: the node Sentinel had named answered `READONLY` (it was demoted by a
+    /// failover while it stayed up). The command did not run; the next command asks
+    /// the sentinels for the master again.
+    #[error("node {node} ({url}) is a read-only replica now: {reply}")]
+    ReadOnly {
+        /// The node's index.
+        node: usize,
+        /// The demoted master's address.
+        url: String,
+        /// Redis' reply.
         reply: String,
     },
 
@@ -177,6 +210,8 @@ impl LockError {
             | LockError::Unreachable { node, .. }
             | LockError::Timeout { node, .. }
             | LockError::UnexpectedReply { node, .. }
+            | LockError::NoMaster { node, .. }
+            | LockError::ReadOnly { node, .. }
             | LockError::Unavailable { node, .. } => Some(*node),
             _ => None,
         }
@@ -190,6 +225,8 @@ impl LockError {
             LockError::Unreachable { .. }
                 | LockError::Timeout { .. }
                 | LockError::UnexpectedReply { .. }
+                | LockError::NoMaster { .. }
+                | LockError::ReadOnly { .. }
                 | LockError::Unavailable { .. }
                 | LockError::NoQuorum { .. }
                 | LockError::NotReplicated { .. }
@@ -248,5 +285,20 @@ mod tests {
         assert_eq!(e.node(), Some(2));
         let s = e.to_string();
         assert!(s.contains("node 2") && s.contains("127.0.0.1:7000"), "{s}");
+    }
+
+    #[test]
+    fn sentinel_errors_name_the_sentinels() {
+        let e = LockError::NoMaster {
+            node: 0,
+            service: "m0".into(),
+            failures: vec![
+                "sentinel 0 (redis://127.0.0.1:26379): refused".into(),
+                "sentinel 1 (redis://127.0.0.1:26380): master down".into(),
+            ],
+        };
+        let s = e.to_string();
+        assert!(s.contains("`m0`") && s.contains("sentinel 1 (redis://127.0.0.1:26380)"));
+        assert!(e.is_retryable() && e.node() == Some(0));
     }
 }

@@ -210,7 +210,7 @@ impl Shared {
                 url: self
                     .nodes
                     .get(node)
-                    .map(|n| super::error::Redacted(n.url()).to_string())
+                    .map(|n| n.shown_now())
                     .unwrap_or_default(),
             })
     }

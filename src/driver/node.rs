@@ -3,11 +3,18 @@
 //!
 //! The harness replays model traces command by command through [`Node::execute`], so
 //! this is the one place where locklab's commands meet the wire.
+//!
+//! A node is either a fixed URL or the master of a service that Redis Sentinel names
+//! ([`Node::sentinel`]). The latter asks the sentinels for the master whenever it has
+//! to (re)connect, and forgets its connection after a connection error, a timeout or a
+//! `READONLY` reply, so that the next command goes to whichever node Sentinel has
+//! promoted meanwhile.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
+use redis::sentinel::Sentinel;
 use redis::{AsyncConnectionConfig, Client, RedisError, Value};
 
 use super::error::{LockError, Redacted};
@@ -43,6 +50,9 @@ pub(crate) struct ConnectionSlot {
     current: Mutex<Option<MultiplexedConnection>>,
     /// Held while connecting, so that concurrent commands make one connection.
     connecting: tokio::sync::Mutex<()>,
+    /// The master Sentinel named last (`redis://ip:port`), for errors; `None` for a
+    /// node with a fixed URL.
+    master: Mutex<Option<String>>,
 }
 
 impl ConnectionSlot {
@@ -56,6 +66,30 @@ impl ConnectionSlot {
     fn set(&self, conn: Option<MultiplexedConnection>) {
         *self.current.lock().unwrap_or_else(|e| e.into_inner()) = conn;
     }
+
+    fn master(&self) -> Option<String> {
+        self.master
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_master(&self, master: Option<String>) {
+        *self.master.lock().unwrap_or_else(|e| e.into_inner()) = master;
+    }
+}
+
+/// What a node connects to.
+enum Target {
+    /// A fixed URL.
+    Url(Client),
+    /// The master of `service`, as the sentinels name it.
+    Sentinel {
+        service: String,
+        /// Each sentinel (its URL as shown in errors) with redis-rs' client of it
+        /// alone, so that a failure can be pinned on the sentinel that had it.
+        sentinels: Vec<(String, tokio::sync::Mutex<Sentinel>)>,
+    },
 }
 
 /// One Redis node, connected lazily and reconnected after a connection error.
@@ -67,7 +101,7 @@ pub struct Node {
     index: usize,
     url: String,
     shown: String,
-    client: Client,
+    target: Target,
     timeouts: NodeTimeouts,
     slot: Arc<ConnectionSlot>,
 }
@@ -123,9 +157,123 @@ impl Node {
             index,
             url: url.to_string(),
             shown,
-            client,
+            target: Target::Url(client),
             timeouts,
             slot,
+        })
+    }
+
+    /// The master of `service` as Redis Sentinel names it, asked of the sentinels at
+    /// `sentinel_urls` (e.g. `redis://127.0.0.1:26379`) in order, the first usable
+    /// answer winning. Does not connect: the first command does. Its [`url`](Self::url)
+    /// is `sentinel://<service>` followed by the sentinels' URLs.
+    pub fn sentinel(
+        index: usize,
+        sentinel_urls: &[String],
+        service: &str,
+        timeouts: NodeTimeouts,
+    ) -> Result<Node, LockError> {
+        Node::sentinel_with_slot(index, sentinel_urls, service, timeouts, Arc::default())
+    }
+
+    /// [`Node::sentinel`] with its connection in `slot` (possibly shared).
+    pub(crate) fn sentinel_with_slot(
+        index: usize,
+        sentinel_urls: &[String],
+        service: &str,
+        timeouts: NodeTimeouts,
+        slot: Arc<ConnectionSlot>,
+    ) -> Result<Node, LockError> {
+        if sentinel_urls.is_empty() || service.is_empty() {
+            return Err(LockError::Config(
+                "Sentinel needs at least one sentinel URL and a service name".into(),
+            ));
+        }
+        let sentinels = sentinel_urls
+            .iter()
+            .enumerate()
+            .map(|(i, url)| {
+                let shown = Redacted(url).to_string();
+                match Sentinel::build(vec![url.as_str()]) {
+                    Ok(s) => Ok((shown, tokio::sync::Mutex::new(s))),
+                    Err(e) => Err(LockError::Config(format!(
+                        "sentinel {i} ({shown}): invalid Redis URL: {e}"
+                    ))),
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let url = sentinel_key(sentinel_urls, service);
+        let shown = format!(
+            "sentinel://{service} ({})",
+            sentinels
+                .iter()
+                .map(|(s, _)| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        Ok(Node {
+            index,
+            url,
+            shown,
+            target: Target::Sentinel {
+                service: service.to_string(),
+                sentinels,
+            },
+            timeouts,
+            slot,
+        })
+    }
+
+    /// Whether the node follows Sentinel.
+    pub fn follows_sentinel(&self) -> bool {
+        matches!(self.target, Target::Sentinel { .. })
+    }
+
+    /// The master Sentinel named last (`redis://ip:port`), if the node follows
+    /// Sentinel and has resolved it.
+    pub fn current_master(&self) -> Option<String> {
+        self.slot.master()
+    }
+
+    /// The node as errors show it: its URL (password hidden), or for a node following
+    /// Sentinel the master it last used.
+    pub(crate) fn shown_now(&self) -> String {
+        match (&self.target, self.slot.master()) {
+            (Target::Sentinel { service, .. }, Some(master)) => {
+                format!("{master}, master of `{service}` per Sentinel")
+            }
+            _ => self.shown.clone(),
+        }
+    }
+
+    /// Ask the sentinels, in order, for the master of the service; the first one that
+    /// names a master which answers `ROLE` as a master wins (redis-rs checks it).
+    /// Every sentinel's failure is kept, naming it.
+    async fn resolve_master(&self) -> Result<Client, LockError> {
+        let Target::Sentinel { service, sentinels } = &self.target else {
+            return Err(LockError::Internal("resolve_master on a fixed node".into()));
+        };
+        // SENTINEL MASTERS, then a connection to the master it names and ROLE there.
+        let limit = self.timeouts.connect + self.timeouts.command;
+        let mut failures = Vec::new();
+        for (i, (shown, sentinel)) in sentinels.iter().enumerate() {
+            let mut sentinel = sentinel.lock().await;
+            let asked = sentinel.async_master_for(service, None);
+            let why = match tokio::time::timeout(limit, asked).await {
+                Ok(Ok(client)) => {
+                    let addr = client.get_connection_info().addr().to_string();
+                    self.slot.set_master(Some(format!("redis://{addr}")));
+                    return Ok(client);
+                }
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no usable answer within {limit:?}"),
+            };
+            failures.push(format!("sentinel {i} ({shown}): {why}"));
+        }
+        Err(LockError::NoMaster {
+            node: self.index,
+            service: service.clone(),
+            failures,
         })
     }
 
@@ -158,12 +306,14 @@ impl Node {
         if let Some(conn) = self.slot.get() {
             return Ok(conn);
         }
+        let client = match &self.target {
+            Target::Url(client) => client.clone(),
+            Target::Sentinel { .. } => self.resolve_master().await?,
+        };
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(self.timeouts.connect))
             .set_response_timeout(Some(self.timeouts.command));
-        let connecting = self
-            .client
-            .get_multiplexed_async_connection_with_config(&config);
+        let connecting = client.get_multiplexed_async_connection_with_config(&config);
         let conn = match tokio::time::timeout(self.timeouts.connect, connecting).await {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) if e.is_timeout() => {
@@ -184,7 +334,7 @@ impl Node {
     fn timeout(&self, after: Duration, during: &str) -> LockError {
         LockError::Timeout {
             node: self.index,
-            url: self.shown.clone(),
+            url: self.shown_now(),
             after,
             during: during.to_string(),
         }
@@ -193,8 +343,17 @@ impl Node {
     fn unreachable(&self, source: RedisError) -> LockError {
         LockError::Unreachable {
             node: self.index,
-            url: self.shown.clone(),
+            url: self.shown_now(),
             source,
+        }
+    }
+
+    /// A node following Sentinel gave up on its master: the next command asks the
+    /// sentinels again. (A killed master's connection may hang rather than break, so a
+    /// timeout counts too; re-asking costs one `SENTINEL MASTERS` and one `ROLE`.)
+    fn forget_master(&self) {
+        if self.follows_sentinel() {
+            self.disconnect();
         }
     }
 
@@ -242,29 +401,55 @@ impl Node {
         };
         let result = match tokio::time::timeout(limit, sent).await {
             Ok(result) => result,
-            Err(_) => return Err(self.timeout(limit, name)),
+            Err(_) => {
+                let e = self.timeout(limit, name);
+                self.forget_master();
+                return Err(e);
+            }
         };
-        match result {
+        let reply = match result {
             Ok(value) => self.reply(value),
             Err(e) => {
                 if let Some(reply) = server_error(&e) {
-                    return Ok(reply);
+                    Ok(reply)
+                } else if e.is_timeout() {
+                    let err = self.timeout(limit, name);
+                    self.forget_master();
+                    Err(err)
+                } else {
+                    let err = self.unreachable(e);
+                    if self.follows_sentinel() {
+                        self.disconnect();
+                    } else if let LockError::Unreachable { source: e, .. } = &err {
+                        if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal()
+                        {
+                            self.disconnect();
+                        }
+                    }
+                    Err(err)
                 }
-                if e.is_timeout() {
-                    return Err(self.timeout(limit, name));
-                }
-                if e.is_io_error() || e.is_connection_dropped() || e.is_connection_refusal() {
-                    self.disconnect();
-                }
-                Err(self.unreachable(e))
             }
+        };
+        match reply {
+            // The node Sentinel named was demoted (a failover while it stayed up): the
+            // command did not run. Ask Sentinel again before the next one.
+            Ok(Reply::Error(e)) if self.follows_sentinel() && is_readonly(&e) => {
+                let err = LockError::ReadOnly {
+                    node: self.index,
+                    url: self.shown_now(),
+                    reply: e,
+                };
+                self.disconnect();
+                Err(err)
+            }
+            other => other,
         }
     }
 
     fn reply(&self, value: Value) -> Result<Reply, LockError> {
         value_to_reply(value).map_err(|reply| LockError::UnexpectedReply {
             node: self.index,
-            url: self.shown.clone(),
+            url: self.shown_now(),
             reply,
         })
     }
@@ -285,6 +470,17 @@ fn command_name(command: &Command) -> &'static str {
         Command::Eval { .. } => "EVALSHA",
         Command::Wait { .. } => "WAIT",
     }
+}
+
+/// Whether an error reply is Redis refusing a write on a replica (`READONLY You can't
+/// write against a read only replica.`, also when a script's write is refused).
+fn is_readonly(error: &str) -> bool {
+    error.starts_with("READONLY") || error.contains("-READONLY")
+}
+
+/// The key of a Sentinel-followed node in shared [`Connections`](super::Connections).
+pub(crate) fn sentinel_key(sentinel_urls: &[String], service: &str) -> String {
+    format!("sentinel://{service}/{}", sentinel_urls.join(","))
 }
 
 /// A Redis error reply, as locklab's `Reply::Error("CODE detail")`.
@@ -345,6 +541,27 @@ mod tests {
         for s in Script::ALL {
             assert_eq!(redis_script(s).get_hash().len(), 40);
         }
+    }
+
+    #[test]
+    fn readonly_replies_are_recognised() {
+        assert!(is_readonly(
+            "READONLY You can't write against a read only replica."
+        ));
+        assert!(!is_readonly("WRONGTYPE Operation against a key"));
+    }
+
+    #[test]
+    fn a_sentinel_node_needs_sentinels_and_a_service() {
+        let t = NodeTimeouts::default();
+        assert!(Node::sentinel(0, &[], "svc", t).is_err());
+        assert!(Node::sentinel(0, &["redis://127.0.0.1:26379".into()], "", t).is_err());
+        let e = Node::sentinel(0, &["redis://127.0.0.1:1".into(), "nope".into()], "svc", t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("sentinel 1 (nope)"), "{e}");
+        let n = Node::sentinel(0, &["redis://127.0.0.1:26379".into()], "svc", t).unwrap();
+        assert!(n.follows_sentinel() && n.current_master().is_none());
     }
 
     #[test]

@@ -282,6 +282,17 @@ impl Engine {
         name: &str,
         body: ContainerCreateBody,
     ) -> Result<String, ClusterError> {
+        let id = self.container_create(name, body).await?;
+        self.container_start(name, &id).await?;
+        Ok(id)
+    }
+
+    /// Creates a container without starting it; returns its id.
+    pub(crate) async fn container_create(
+        &self,
+        name: &str,
+        body: ContainerCreateBody,
+    ) -> Result<String, ClusterError> {
         let options = CreateContainerOptions {
             name: Some(name.to_string()),
             ..Default::default()
@@ -291,11 +302,33 @@ impl Engine {
             .create_container(Some(options), body)
             .await
             .map_err(|e| ClusterError::docker(format!("create container {name}"), e.to_string()))?;
-        self.docker
-            .start_container(&created.id, None)
-            .await
-            .map_err(|e| ClusterError::docker(format!("start container {name}"), e.to_string()))?;
         Ok(created.id)
+    }
+
+    /// Starts a created container (`name` is for errors).
+    pub(crate) async fn container_start(&self, name: &str, id: &str) -> Result<(), ClusterError> {
+        self.docker
+            .start_container(id, None)
+            .await
+            .map_err(|e| ClusterError::docker(format!("start container {name}"), e.to_string()))
+    }
+
+    /// The container's IP address on `network`, if it is attached to it.
+    pub(crate) async fn container_ip(
+        &self,
+        id: &str,
+        network: &str,
+    ) -> Result<Option<String>, ClusterError> {
+        let inspect =
+            self.docker.inspect_container(id, None).await.map_err(|e| {
+                ClusterError::docker(format!("inspect container {id}"), e.to_string())
+            })?;
+        Ok(inspect
+            .network_settings
+            .and_then(|n| n.networks)
+            .and_then(|mut n| n.remove(network))
+            .and_then(|endpoint| endpoint.ip_address)
+            .filter(|ip| !ip.is_empty()))
     }
 
     /// The host port on 127.0.0.1 that `container_port/tcp` is published on.
@@ -406,11 +439,24 @@ impl Engine {
         file_name: &str,
         content: &[u8],
     ) -> Result<(), ClusterError> {
+        self.put_file_with_mode(id, dir, file_name, content, 0o644)
+            .await
+    }
+
+    /// [`Engine::put_file`] with the file's mode (owner root).
+    pub(crate) async fn put_file_with_mode(
+        &self,
+        id: &str,
+        dir: &str,
+        file_name: &str,
+        content: &[u8],
+        mode: u32,
+    ) -> Result<(), ClusterError> {
         let options = UploadToContainerOptions {
             path: dir.to_string(),
             ..Default::default()
         };
-        let tar = tar_one_file(file_name, content, 0o644);
+        let tar = tar_one_file(file_name, content, mode);
         self.docker
             .upload_to_container(id, Some(options), body_full(tar.into()))
             .await

@@ -28,6 +28,10 @@
 //!   cluster id) for replication; each node is also on the default bridge,
 //!   which carries its published port, so cutting the cluster network never
 //!   cuts the harness off a node.
+//! - Sentinel ([`ClusterBuilder::sentinels`]): Redis Sentinels from the same image
+//!   on the cluster network watch every master and promote a replica themselves
+//!   ([`Cluster::wait_for_sentinel_promotion`]); see the `sentinel` module's notes
+//!   for the configuration and its timing.
 //! - Faults ([`Node`]): pause/unpause (`docker pause`), stop, kill, restart
 //!   (empty), network disconnect/connect, promote, clock jumps.
 //! - Cleanup: see [`Cluster`]. Every container and network carries the owning
@@ -44,6 +48,7 @@ mod image;
 mod node;
 mod owner;
 mod preflight;
+mod sentinel;
 
 pub use cluster::{remaining_resources, Cluster, ClusterBuilder};
 pub use error::{ClusterError, BUILD_COMMAND};
@@ -54,6 +59,7 @@ pub use owner::{
     OWNER_PID_LABEL, OWNER_START_LABEL,
 };
 pub use preflight::{preflight, Preflight};
+pub use sentinel::{service_name, Sentinel, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS, SENTINEL_PORT};
 
 #[cfg(test)]
 mod tests {

@@ -78,6 +78,9 @@ pub struct Node {
     port: AtomicU16,
     id: Mutex<String>,
     on_network: AtomicBool,
+    /// The address replicas give in `REPLICAOF` for this node: its container name,
+    /// or with sentinels its IP on the cluster network.
+    replication_host: Mutex<Option<String>>,
     /// The id of the container this node owns (`None` once removed or handed
     /// to the cluster's sweep); the lock also orders faults and restarts.
     container: tokio::sync::Mutex<Option<String>>,
@@ -107,6 +110,7 @@ impl Node {
             short,
             name,
             on_network: AtomicBool::new(spec.network.is_some()),
+            replication_host: Mutex::new(None),
             spec,
             role: Mutex::new(role),
             port: AtomicU16::new(port),
@@ -348,6 +352,45 @@ impl Node {
         Ok(())
     }
 
+    /// The container's IP address on the cluster network (`None` without a network
+    /// or while disconnected from it): the address Sentinel knows the node by.
+    pub async fn network_ip(&self) -> Result<Option<String>, ClusterError> {
+        let Some(net) = self.spec.network.as_deref() else {
+            return Ok(None);
+        };
+        let id = self.container_id();
+        engine::engine().await?.container_ip(&id, net).await
+    }
+
+    /// The host replicas of this node give in `REPLICAOF`: its container name, or
+    /// in a cluster with sentinels its IP on the cluster network (the address the
+    /// sentinels monitor, which a replica must use for Sentinel to find it
+    /// configured right).
+    pub fn replication_host(&self) -> String {
+        self.replication_host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| self.name.clone())
+    }
+
+    pub(crate) fn set_replication_host(&self, host: String) {
+        *self
+            .replication_host
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(host);
+    }
+
+    /// Records a role change made by someone else (Sentinel's failover).
+    pub(crate) fn set_role(&self, role: Role) {
+        *self.role.lock().unwrap_or_else(|e| e.into_inner()) = role;
+    }
+
+    /// The node's short name in the cluster (`m0`, `m0r1`).
+    pub fn short_name(&self) -> &str {
+        &self.short
+    }
+
     /// `REPLICAOF NO ONE`: the node becomes a master, keeping its data.
     pub async fn promote(&self) -> Result<(), ClusterError> {
         self.query::<()>(&["REPLICAOF", "NO", "ONE"]).await?;
@@ -360,7 +403,7 @@ impl Node {
     pub async fn replicate_from(&self, master: &Node) -> Result<(), ClusterError> {
         self.network("replicate")?;
         let port = REDIS_PORT.to_string();
-        self.query::<()>(&["REPLICAOF", master.name(), &port])
+        self.query::<()>(&["REPLICAOF", &master.replication_host(), &port])
             .await?;
         *self.role.lock().unwrap_or_else(|e| e.into_inner()) = Role::Replica {
             of: master.name().to_string(),
@@ -423,37 +466,13 @@ async fn try_start_container(
             REDIS_PORT.to_string(),
         ]);
     }
-
-    let mut labels = spec.owner.as_ref().map(Owner::labels).unwrap_or_default();
-    labels.insert(CLUSTER_LABEL.to_string(), spec.cluster_id.clone());
-    labels.insert(NODE_LABEL.to_string(), short.to_string());
     let env = spec.clock_control.then(|| {
         vec![
             format!("LD_PRELOAD={CLOCKSHIFT_LIB}"),
             format!("LOCKLAB_CLOCK_FILE={CLOCK_FILE_DIR}/{CLOCK_FILE_NAME}"),
         ]
     });
-    let port_key = format!("{REDIS_PORT}/tcp");
-    let body = ContainerCreateBody {
-        image: Some(spec.image.to_string()),
-        cmd: Some(args),
-        env,
-        labels: Some(labels),
-        exposed_ports: Some(vec![port_key.clone()]),
-        host_config: Some(HostConfig {
-            // publish 6379 on 127.0.0.1 only, on the given port or a random one
-            port_bindings: Some(HashMap::from([(
-                port_key,
-                Some(vec![PortBinding {
-                    host_ip: Some("127.0.0.1".to_string()),
-                    host_port: Some(host_port.map(|p| p.to_string()).unwrap_or_default()),
-                }]),
-            )])),
-            network_mode: spec.network.clone(),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
+    let body = container_body(spec, short, args, env, REDIS_PORT, host_port);
     let engine = engine::engine().await?;
     let id = engine.container_run(name, body).await?;
     if spec.network.is_some() {
@@ -483,9 +502,46 @@ async fn try_start_container(
     Ok((id, port))
 }
 
+/// A container of the cluster's image running `cmd`, labelled with the owner, the
+/// cluster and its short name, on the cluster network (if any), with `port`
+/// published on 127.0.0.1 (on `host_port`, or a random one).
+pub(crate) fn container_body(
+    spec: &NodeSpec,
+    short: &str,
+    cmd: Vec<String>,
+    env: Option<Vec<String>>,
+    port: u16,
+    host_port: Option<u16>,
+) -> ContainerCreateBody {
+    let mut labels = spec.owner.as_ref().map(Owner::labels).unwrap_or_default();
+    labels.insert(CLUSTER_LABEL.to_string(), spec.cluster_id.clone());
+    labels.insert(NODE_LABEL.to_string(), short.to_string());
+    let port_key = format!("{port}/tcp");
+    ContainerCreateBody {
+        image: Some(spec.image.to_string()),
+        cmd: Some(cmd),
+        env,
+        labels: Some(labels),
+        exposed_ports: Some(vec![port_key.clone()]),
+        host_config: Some(HostConfig {
+            // publish the port on 127.0.0.1 only, on the given port or a random one
+            port_bindings: Some(HashMap::from([(
+                port_key,
+                Some(vec![PortBinding {
+                    host_ip: Some("127.0.0.1".to_string()),
+                    host_port: Some(host_port.map(|p| p.to_string()).unwrap_or_default()),
+                }]),
+            )])),
+            network_mode: spec.network.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// Sends one command on a fresh connection within `timeout`: `Err(None)` when
 /// the time ran out, `Err(Some(e))` when the connection failed.
-async fn call(
+pub(crate) async fn call(
     addr: SocketAddr,
     args: &[&str],
     timeout: Duration,
@@ -515,7 +571,7 @@ async fn call(
     }
 }
 
-async fn wait_ready(name: &str, port: u16) -> Result<(), ClusterError> {
+pub(crate) async fn wait_ready(name: &str, port: u16) -> Result<(), ClusterError> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
     let deadline = Instant::now() + READY_TIMEOUT;
     loop {

@@ -190,9 +190,11 @@ impl Run {
         let masters = scenario.topology.masters as usize;
         let replicas = scenario.topology.replicas as usize;
         let n_clients = scenario.clients.count as usize;
+        let sentinels = scenario.topology.sentinels as usize;
         let nemesis = Nemesis::start(
             masters,
             replicas,
+            sentinels,
             n_clients,
             scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
         )

@@ -16,6 +16,15 @@
 //!   re-pointed replicas stay off the network until their next catch-up, where they
 //!   resync from the promoted node (a full resync when they are ahead of it: they drop
 //!   what it lacks), so they lag exactly as long as the model lets them;
+//! - failover with Sentinel (`[topology] sentinels` > 0): the master is `docker
+//!   kill`ed and the run waits until the sentinels have promoted a replica
+//!   themselves ([`Cluster::wait_for_sentinel_promotion`]); the replica cut off the
+//!   cluster network stays in their sight on the rig's sentinel network, so it is
+//!   promoted with whatever it missed. The model's choice is the only replica Sentinel
+//!   may pick: the slot's other replicas get `replica-priority 0` just before the
+//!   kill (an operator's setting; with one replica there is nothing to set). The
+//!   replicas Sentinel re-points to the promoted node replicate over the sentinel
+//!   network from then on (their lag is no longer emulated);
 //! - split brain: the master stays up and the model's replica is promoted (back on the
 //!   network, the slot's other replicas re-pointed to it) while every client's link proxy
 //!   still leads to the old master: the clients are on its side of the partition. A
@@ -49,11 +58,17 @@ pub const CLIENT_CLOCK_EMULATION: &str =
 /// How long a replica may take to catch up with its master.
 const CATCH_UP: Duration = Duration::from_secs(5);
 
+/// How long Sentinel may take to promote a replica (it takes about 2.3 s with the
+/// rig's timing; a split vote is retried after 6 s).
+const SENTINEL_PROMOTION: Duration = Duration::from_secs(60);
+
 /// The cluster of one run, its topology as the model sees it, and the link proxies.
 pub struct Nemesis {
     cluster: Cluster,
     masters: usize,
     replicas: usize,
+    /// Redis Sentinels watching the masters (0: promotion is scripted).
+    sentinels: usize,
     /// Which physical node serves each master slot.
     serving: Vec<usize>,
     /// Per node: up (not killed).
@@ -79,17 +94,20 @@ impl std::fmt::Debug for Nemesis {
 }
 
 impl Nemesis {
-    /// Start the cluster (`masters`, `replicas` per master, clock control when a
-    /// clock can jump), freeze the replicas, and put a proxy on every client→master link.
+    /// Start the cluster (`masters`, `replicas` per master, `sentinels`, clock control
+    /// when a clock can jump), freeze the replicas, and put a proxy on every
+    /// client→master link.
     pub async fn start(
         masters: usize,
         replicas: usize,
+        sentinels: usize,
         clients: usize,
         clock_control: bool,
     ) -> Result<Nemesis, ClusterError> {
         let cluster = Cluster::builder()
             .masters(masters)
             .replicas(replicas)
+            .sentinels(sentinels)
             .clock_control(clock_control)
             .start()
             .await?;
@@ -98,6 +116,7 @@ impl Nemesis {
             cluster,
             masters,
             replicas,
+            sentinels,
             serving: (0..masters).collect(),
             alive: vec![true; nodes],
             cut_off: vec![false; nodes],
@@ -225,6 +244,9 @@ impl Nemesis {
     /// (cut off, so it may have missed the latest writes) is promoted, the slot's other
     /// live replicas follow it, and every client link of the slot now leads to it.
     pub async fn failover(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        if self.sentinels > 0 {
+            return self.sentinel_failover(m, r).await;
+        }
         let old = self.serving[m];
         self.node(old).kill().await?;
         self.alive[old] = false;
@@ -240,9 +262,66 @@ impl Nemesis {
         ))
     }
 
+    /// Master slot `m` fails over to replica `r` through Sentinel: the slot's other
+    /// live replicas get `replica-priority 0`, the master is killed, and the run waits
+    /// until the sentinels have promoted `r`; every client link of the slot then leads
+    /// to it.
+    async fn sentinel_failover(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        let old = self.serving[m];
+        let others: Vec<usize> = (self.masters..self.nodes())
+            .filter(|&n| n != r && self.alive[n] && self.master_of(n) == Some(m))
+            .collect();
+        for &n in &others {
+            self.node(n)
+                .query::<()>(&["CONFIG", "SET", "replica-priority", "0"])
+                .await?;
+        }
+        let began = std::time::Instant::now();
+        self.node(old).kill().await?;
+        self.alive[old] = false;
+        let promoted = self
+            .cluster
+            .wait_for_sentinel_promotion(m, self.node(old), SENTINEL_PROMOTION)
+            .await?;
+        let took = began.elapsed();
+        if promoted.name() != self.node(r).name() {
+            return Err(ClusterError::Unsupported(format!(
+                "Sentinel promoted {}, not node{} as the model did",
+                promoted.name(),
+                r + 1
+            )));
+        }
+        // Sentinel re-points the others to `r` over its own network: they follow it
+        // whether or not they are on the cluster network (which they stay off).
+        self.serving[m] = r;
+        let up = self.addr(r);
+        for row in &self.links {
+            row[m].set_upstream(up);
+        }
+        let lowered = if others.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = others.iter().map(|n| format!("node{}", n + 1)).collect();
+            format!("replica-priority 0 on {}; ", names.join(", "))
+        };
+        Ok(format!(
+            "{lowered}docker kill node{}; Sentinel ({} sentinels) promoted node{} in {} ms; \
+             clients reconnect to it",
+            old + 1,
+            self.sentinels,
+            r + 1,
+            took.as_millis()
+        ))
+    }
+
     /// Split brain on slot `m`: replica `r` is promoted while the old master stays up
     /// and every client's proxy still leads to it.
     pub async fn split_brain(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+        if self.sentinels > 0 {
+            return Err(ClusterError::Unsupported(
+                "a split brain is scripted: replay it with topology.sentinels = 0".into(),
+            ));
+        }
         let old = self.serving[m];
         let repointed = self.promote(m, r).await?;
         self.split = Some((m, old, vec![false; self.links.len()]));

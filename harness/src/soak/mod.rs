@@ -454,9 +454,11 @@ pub async fn soak(
     let n_clients = options.clients.clamp(1, MAX_CLIENTS);
     let masters = scenario.topology.masters as usize;
     let replicas = scenario.topology.replicas as usize;
+    // A soak scripts its failovers (client links first, then the kill): no sentinels.
     let cluster = Nemesis::start(
         masters,
         replicas,
+        0,
         n_clients,
         scenario.faults.clock_jumps > 0,
     )

@@ -115,6 +115,9 @@ pub fn not_injected(scenario: &Scenario) -> Vec<&'static str> {
     if f.clock_jumps > 0 {
         out.push("client clock jumps (the driver reads its own clock; node clocks jump)");
     }
+    if scenario.topology.sentinels > 0 {
+        out.push("Sentinel's own promotion (a soak scripts its failovers; sentinels are for replay and chaos)");
+    }
     out
 }
 

@@ -37,6 +37,9 @@
 //!   live replica (an operator script, or a partition that hides the best one);
 //!   `"most-advanced"`: Sentinel's rule, a replica with the greatest replication offset
 //!   (all replicas have equal priority). Needs `replicas >= 1`.
+//! - `sentinels` (default 0): for replays on real Redis only (the model ignores it):
+//!   0, the harness scripts a failover's promotion; 1 to 7, Redis Sentinels watch the
+//!   master and promote the replica themselves. Needs `replicas >= 1`.
 //!
 //! `[clients]`:
 //! - `count` (required): number of clients, 1 to 4.
@@ -106,6 +109,8 @@ pub const MAX_CLIENTS: u32 = 4;
 pub const MAX_MASTERS: u32 = 7;
 /// Most replicas per master.
 pub const MAX_REPLICAS: u32 = 3;
+/// Most sentinels of a replay.
+pub const MAX_SENTINELS: u32 = 7;
 /// Largest logical horizon, in ticks.
 pub const MAX_HORIZON: u32 = 64;
 /// Most acquire attempts per client.
@@ -171,6 +176,10 @@ pub struct Topology {
     /// of JSON when it is the default (a file without replicas may not name it).
     #[serde(skip_serializing_if = "Promotion::is_any")]
     pub promotion: Promotion,
+    /// `sentinels` (default 0): Redis Sentinels in replays (the model ignores it).
+    /// Left out of JSON when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub sentinels: u32,
 }
 
 /// `[topology] promotion`: the rule that picks the replica a failover promotes.

@@ -14,7 +14,7 @@ use super::read::{Field, Section};
 use super::{
     Clients, Expect, Faults, KeyErrorKind, Renewal, Scenario, ScenarioError, Timing, Topology,
     DEFAULT_ATTEMPTS, DEFAULT_TICK_MS, MAX_ATTEMPTS, MAX_CLIENTS, MAX_HORIZON, MAX_MASTERS,
-    MAX_REPLICAS,
+    MAX_REPLICAS, MAX_SENTINELS,
 };
 
 const TOP_KEYS: &[&str] = &[
@@ -31,7 +31,7 @@ const TOP_KEYS: &[&str] = &[
     "faults",
     "expect",
 ];
-const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion"];
+const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion", "sentinels"];
 const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
 const TIMING_KEYS: &[&str] = &[
     "ttl",
@@ -266,10 +266,22 @@ impl Parser<'_> {
                 ));
             }
         }
+        let sentinels = self.u32_or(topology, "sentinels", 0)?;
+        self.at_most_cap(topology, "sentinels", &sentinels, MAX_SENTINELS)?;
+        if sentinels.value > 0 && replicas.value == 0 {
+            return Err(self.err(
+                sentinels.line,
+                topology.dotted("sentinels"),
+                KeyErrorKind::InvalidValue,
+                "sentinels promote a replica, but topology.replicas = 0; add a replica or \
+                 remove sentinels",
+            ));
+        }
         Ok(Topology {
             masters: masters.value,
             replicas: replicas.value,
             promotion: promotion.map(|p| p.value).unwrap_or_default(),
+            sentinels: sentinels.value,
         })
     }
 

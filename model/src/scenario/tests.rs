@@ -107,6 +107,7 @@ fn design_md_example_parses() {
             masters: 5,
             replicas: 0,
             promotion: Promotion::Any,
+            sentinels: 0,
         }
     );
     assert_eq!(s.topology.nodes(), 5);
@@ -195,6 +196,7 @@ fn optional_keys_and_defaults() {
             masters: 1,
             replicas: 2,
             promotion: Promotion::Any,
+            sentinels: 0,
         }
     );
     assert_eq!(s.topology.nodes(), 3);
@@ -220,6 +222,7 @@ fn optional_keys_and_defaults() {
             masters: 1,
             replicas: 0,
             promotion: Promotion::Any,
+            sentinels: 0,
         }
     );
     assert_eq!(s.faults, Faults::default());
