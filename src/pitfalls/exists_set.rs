@@ -7,6 +7,7 @@
 //! version sets no expiry; this one does, so that the race is the flaw shown.)
 
 use crate::command::{Command, Reply};
+use crate::design::set_nx_px;
 use crate::machine::{
     no_renewal, Answer, Denied, Grant, LockConfig, Millis, Outcome, Phase, Protocol, Step,
 };
@@ -58,19 +59,8 @@ impl Protocol for ExistsSet {
                     .phase
                     .idle(Outcome::Denied(Denied::Unavailable { node: 0 })),
             },
-            Phase::Acquiring { token, started, .. } => match answer {
-                Ok(Reply::Ok) => {
-                    let (token, end) = (token.clone(), cfg.lease_end(*started));
-                    self.phase.hold(token, Some(end), 1)
-                }
-                Ok(_) => self
-                    .phase
-                    .idle(Outcome::Denied(Denied::Held { pttl: None })),
-                // Maybe set, maybe not: the key (if any) expires by itself after ttl.
-                Err(_) => self
-                    .phase
-                    .idle(Outcome::Denied(Denied::Unavailable { node: 0 })),
-            },
+            // The SET answers as SET NX PX does: OK grants the lock for ttl from the start.
+            Phase::Acquiring { .. } => set_nx_px::finish(&mut self.phase, cfg, answer),
             Phase::Releasing { .. } => self.phase.finish_release(answer),
             _ => Step::default(),
         }
