@@ -259,6 +259,11 @@ async fn renewal_without_answer(design: DesignId, on_error: RenewalOnError) {
     tokio::time::sleep_until(started + ms(200)).await;
     raw.client_pause(300).await;
     tokio::time::sleep_until(started + ms(600)).await;
+    // The hold stays, with its old lease (900 ms) still running.
+    assert!(
+        !g.is_lost(),
+        "{design}: a renewal without answer keeps the hold"
+    );
     match on_error {
         RenewalOnError::Stop => {
             // The late renewal may still run when the node wakes (500 ms): gone by 1400.
@@ -266,7 +271,8 @@ async fn renewal_without_answer(design: DesignId, on_error: RenewalOnError) {
                 raw.gone_within(&key, ms(2 * LONG)).await,
                 "{design}: renewal stopped, the key expires"
             );
-            assert!(!g.is_lost(), "{design}: the holder does not know");
+            // No renewal extended the holder's lease: only its validity tells it.
+            assert!(g.is_lost(), "{design}: the old lease ran out");
         }
         RenewalOnError::Retry => {
             tokio::time::sleep_until(started + ms(2 * LONG)).await;
