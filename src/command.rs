@@ -67,44 +67,79 @@ impl Command {
 
     /// The command as an argument vector, the way redis-cli would type it.
     pub fn args(&self) -> Vec<String> {
-        let s = |x: &str| x.to_string();
+        let mut v = Vec::new();
+        self.each_arg(|arg| v.push(arg.to_string()));
+        v
+    }
+
+    /// Each argument in order, as [`args`](Self::args) gives them, without building
+    /// strings: the driver writes them straight into the request. `EVALSHA`'s second
+    /// argument is the script's name here; the driver sends its SHA1 instead.
+    pub fn each_arg(&self, mut f: impl FnMut(Arg<'_>)) {
+        use Arg::{Number, Text};
         match self {
-            Command::SetNx { key, value } => vec![s("SETNX"), key.clone(), value.clone()],
-            Command::SetNxPx { key, value, px } => vec![
-                s("SET"),
-                key.clone(),
-                value.clone(),
-                s("NX"),
-                s("PX"),
-                px.to_string(),
-            ],
-            Command::Get { key } => vec![s("GET"), key.clone()],
-            Command::Exists { key } => vec![s("EXISTS"), key.clone()],
-            Command::SetPx { key, value, px } => vec![
-                s("SET"),
-                key.clone(),
-                value.clone(),
-                s("PX"),
-                px.to_string(),
-            ],
-            Command::GetSet { key, value } => vec![s("GETSET"), key.clone(), value.clone()],
-            Command::Del { key } => vec![s("DEL"), key.clone()],
-            Command::PExpire { key, ms } => vec![s("PEXPIRE"), key.clone(), ms.to_string()],
-            Command::Incr { key } => vec![s("INCR"), key.clone()],
+            Command::SetNx { key, value } => [Text("SETNX"), Text(key), Text(value)]
+                .into_iter()
+                .for_each(f),
+            Command::SetNxPx { key, value, px } => [
+                Text("SET"),
+                Text(key),
+                Text(value),
+                Text("NX"),
+                Text("PX"),
+                Number(*px),
+            ]
+            .into_iter()
+            .for_each(f),
+            Command::Get { key } => [Text("GET"), Text(key)].into_iter().for_each(f),
+            Command::Exists { key } => [Text("EXISTS"), Text(key)].into_iter().for_each(f),
+            Command::SetPx { key, value, px } => {
+                [Text("SET"), Text(key), Text(value), Text("PX"), Number(*px)]
+                    .into_iter()
+                    .for_each(f)
+            }
+            Command::GetSet { key, value } => [Text("GETSET"), Text(key), Text(value)]
+                .into_iter()
+                .for_each(f),
+            Command::Del { key } => [Text("DEL"), Text(key)].into_iter().for_each(f),
+            Command::PExpire { key, ms } => [Text("PEXPIRE"), Text(key), Number(*ms)]
+                .into_iter()
+                .for_each(f),
+            Command::Incr { key } => [Text("INCR"), Text(key)].into_iter().for_each(f),
             Command::Eval { script, keys, args } => {
-                let mut v = vec![
-                    s("EVALSHA"),
-                    script.name().to_string(),
-                    keys.len().to_string(),
-                ];
-                v.extend(keys.iter().cloned());
-                v.extend(args.iter().cloned());
-                v
+                f(Text("EVALSHA"));
+                f(Text(script.name()));
+                f(Number(u64::try_from(keys.len()).unwrap_or(u64::MAX)));
+                keys.iter().chain(args).for_each(|a| f(Text(a)));
             }
             Command::Wait {
                 replicas,
                 timeout_ms,
-            } => vec![s("WAIT"), replicas.to_string(), timeout_ms.to_string()],
+            } => [
+                Text("WAIT"),
+                Number(u64::from(*replicas)),
+                Number(*timeout_ms),
+            ]
+            .into_iter()
+            .for_each(f),
+        }
+    }
+}
+
+/// One argument of a [`Command`] as [`Command::each_arg`] walks them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arg<'a> {
+    /// A name, key or value.
+    Text(&'a str),
+    /// A number, sent in decimal.
+    Number(u64),
+}
+
+impl fmt::Display for Arg<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::Text(s) => f.write_str(s),
+            Arg::Number(n) => write!(f, "{n}"),
         }
     }
 }
@@ -149,6 +184,74 @@ impl fmt::Display for Reply {
             Reply::Int(i) => write!(f, "(integer) {i}"),
             Reply::Bulk(s) => write!(f, "\"{s}\""),
             Reply::Error(e) => write!(f, "(error) {e}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_are_the_command_as_typed() {
+        let key = || "lock".to_string();
+        let cases = [
+            (
+                Command::SetNxPx {
+                    key: key(),
+                    value: "t:1".into(),
+                    px: 3000,
+                },
+                "SET lock t:1 NX PX 3000",
+            ),
+            (
+                Command::SetPx {
+                    key: key(),
+                    value: "t".into(),
+                    px: 5,
+                },
+                "SET lock t PX 5",
+            ),
+            (
+                Command::SetNx {
+                    key: key(),
+                    value: "9".into(),
+                },
+                "SETNX lock 9",
+            ),
+            (
+                Command::GetSet {
+                    key: key(),
+                    value: "9".into(),
+                },
+                "GETSET lock 9",
+            ),
+            (Command::Get { key: key() }, "GET lock"),
+            (Command::Exists { key: key() }, "EXISTS lock"),
+            (Command::Del { key: key() }, "DEL lock"),
+            (Command::Incr { key: key() }, "INCR lock"),
+            (Command::PExpire { key: key(), ms: 7 }, "PEXPIRE lock 7"),
+            (
+                Command::Wait {
+                    replicas: 2,
+                    timeout_ms: 100,
+                },
+                "WAIT 2 100",
+            ),
+            (
+                Command::Eval {
+                    script: Script::CompareAndDelete,
+                    keys: vec![key()],
+                    args: vec!["t:1".into()],
+                },
+                "EVALSHA compare-and-delete 1 lock t:1",
+            ),
+        ];
+        for (command, typed) in cases {
+            assert_eq!(command.to_string(), typed);
+            let mut walked = Vec::new();
+            command.each_arg(|a| walked.push(a.to_string()));
+            assert_eq!(walked, command.args());
         }
     }
 }

@@ -33,7 +33,7 @@ pub mod pitfalls;
 pub mod resource;
 pub mod script;
 
-pub use command::{Command, Reply};
+pub use command::{Arg, Command, Reply};
 pub use design_id::{DesignId, Fencing, UnknownDesign};
 pub use machine::{
     Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, RenewalOnError,

@@ -30,6 +30,11 @@ impl InFlight {
         self.sent.push(Box::pin(async move { (node, reply.await) }));
     }
 
+    /// Whether nothing is in flight.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sent.is_empty()
+    }
+
     /// The next answer to arrive, with its node; `None` when nothing is in flight.
     pub(crate) async fn next(&mut self) -> Option<(usize, Result<Reply, LockError>)> {
         std::future::poll_fn(|cx| {

@@ -137,7 +137,7 @@ pub(crate) struct Shared {
 }
 
 /// An operation's end: the machine's outcome and the error of every node that failed
-/// on the way (indexed by node).
+/// on the way (indexed by node; empty when none failed).
 struct Finished {
     outcome: Outcome,
     failures: Vec<Option<LockError>>,
@@ -150,42 +150,57 @@ impl Shared {
     /// The pause gate is awaited before every send and after every reply arrives, before
     /// the machine sees it.
     async fn run(&self, machine: &mut LockMachine, mut step: Step) -> Result<Finished, LockError> {
-        let mut failures: Vec<Option<LockError>> = self.nodes.iter().map(|_| None).collect();
+        // Filled in (one slot per node) by the first failure only.
+        let mut failures: Vec<Option<LockError>> = Vec::new();
         let mut in_flight = InFlight::default();
         loop {
             if let Some(outcome) = step.outcome.take() {
                 return Ok(Finished { outcome, failures });
             }
-            if !step.sends.is_empty() {
+            let (node, result) = if step.sends.len() == 1 && in_flight.is_empty() {
+                // One command and nothing else in flight (every single-node design): await
+                // it in place, as a direct call would.
                 self.gate.wait().await;
-                for send in step.sends.drain(..) {
-                    let node = self.nodes.get(send.node).cloned().ok_or_else(|| {
-                        LockError::Internal(format!(
-                            "the machine sent to node {} of {}",
-                            send.node,
-                            self.nodes.len()
-                        ))
-                    })?;
-                    let command = send.command;
-                    in_flight.push(send.node, async move { node.execute(&command).await });
+                let send = step.sends.pop().expect("one send");
+                let result = self.node(send.node)?.execute(&send.command).await;
+                (send.node, result)
+            } else {
+                if !step.sends.is_empty() {
+                    self.gate.wait().await;
+                    for send in step.sends.drain(..) {
+                        let node = self.node(send.node)?.clone();
+                        let command = send.command;
+                        in_flight.push(send.node, async move { node.execute(&command).await });
+                    }
                 }
-            }
-            let Some((node, result)) = in_flight.next().await else {
-                return Err(LockError::Internal(
-                    "the state machine stopped without an outcome".into(),
-                ));
+                in_flight.next().await.ok_or_else(|| {
+                    LockError::Internal("the state machine stopped without an outcome".into())
+                })?
             };
             // A paused client does not see its replies until it resumes.
             self.gate.wait().await;
             let answer = match result {
                 Ok(reply) => Ok(reply),
                 Err(e) => {
+                    if failures.is_empty() {
+                        failures.resize_with(self.nodes.len(), || None);
+                    }
                     failures[node] = Some(e);
                     Err(NoAnswer)
                 }
             };
             step = machine.on_answer(&self.cfg, node, answer, self.clock.now());
         }
+    }
+
+    /// The node the machine sent to.
+    fn node(&self, node: usize) -> Result<&Arc<Node>, LockError> {
+        self.nodes.get(node).ok_or_else(|| {
+            LockError::Internal(format!(
+                "the machine sent to node {node} of {}",
+                self.nodes.len()
+            ))
+        })
     }
 
     /// Run an operation; when it fails midway the machine's state is unknown: start over.
@@ -235,8 +250,14 @@ impl Shared {
     }
 
     fn next_token(&self) -> String {
+        use std::fmt::Write;
         let n = self.attempts.fetch_add(1, Ordering::Relaxed);
-        format!("{}:{n}", self.client_id)
+        // Sized once: a token is made per attempt.
+        let mut token = String::with_capacity(self.client_id.len() + 21);
+        token.push_str(&self.client_id);
+        token.push(':');
+        let _ = write!(token, "{n}");
+        token
     }
 
     fn retry_pause(&self) -> Duration {

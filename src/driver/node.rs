@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use redis::aio::MultiplexedConnection;
 use redis::sentinel::Sentinel;
-use redis::{AsyncConnectionConfig, Client, RedisError, Value};
+use redis::{AsyncConnectionConfig, Client, ErrorKind, RedisError, ServerErrorKind, Value};
 
 use super::error::{LockError, Redacted};
-use crate::command::{Command, Reply};
+use crate::command::{Arg, Command, Reply};
 use crate::script::Script;
 
 /// How long a node may take. redis-rs would otherwise wait 500 ms for a response
@@ -366,8 +366,9 @@ impl Node {
     pub async fn execute(&self, command: &Command) -> Result<Reply, LockError> {
         let mut conn = self.connection().await?;
         let name = command_name(command);
-        // WAIT is answered only when enough replicas acknowledged or its own timeout
-        // ran out: give it that long on top of the command timeout.
+        // The connection's response timeout is the one timer of a command. WAIT is
+        // answered only when enough replicas acknowledged or its own timeout ran out:
+        // give it that long on top of the command timeout.
         let limit = match command {
             Command::Wait { timeout_ms, .. } => {
                 let limit = self.timeouts.command + Duration::from_millis(*timeout_ms);
@@ -376,35 +377,62 @@ impl Node {
             }
             _ => self.timeouts.command,
         };
-        let sent = async {
-            match command {
-                Command::Eval { script, keys, args } => {
-                    let script = redis_script(*script);
-                    let mut invocation = script.prepare_invoke();
-                    for key in keys {
-                        invocation.key(key);
+        let result = match command {
+            Command::Eval { script, keys, args } => {
+                let script = redis_script(*script);
+                let started = tokio::time::Instant::now();
+                let (count, bytes) = keys
+                    .iter()
+                    .chain(args)
+                    .fold((3, 64), |(n, b), a| (n + 1, b + a.len()));
+                let mut cmd = redis::Cmd::with_capacity(count, bytes);
+                cmd.arg("EVALSHA")
+                    .arg(script.get_hash())
+                    .arg(keys.len())
+                    .arg(keys.as_slice())
+                    .arg(args.as_slice());
+                match cmd.query_async::<Value>(&mut conn).await {
+                    // Not in the server's script cache (a new or restarted server):
+                    // load it and run it again, the two within what is left of the
+                    // command's time, so that they count as one command.
+                    Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                        let left = limit.saturating_sub(started.elapsed());
+                        let again = async {
+                            script.load_async(&mut conn).await?;
+                            cmd.query_async::<Value>(&mut conn).await
+                        };
+                        match tokio::time::timeout(left, again).await {
+                            Ok(result) => result,
+                            Err(_) => {
+                                let e = self.timeout(limit, name);
+                                self.forget_master();
+                                return Err(e);
+                            }
+                        }
                     }
-                    for arg in args {
-                        invocation.arg(arg);
-                    }
-                    invocation.invoke_async::<Value>(&mut conn).await
-                }
-                other => {
-                    let args = other.args();
-                    let mut cmd = redis::cmd(&args[0]);
-                    for arg in &args[1..] {
-                        cmd.arg(arg);
-                    }
-                    cmd.query_async::<Value>(&mut conn).await
+                    other => other,
                 }
             }
-        };
-        let result = match tokio::time::timeout(limit, sent).await {
-            Ok(result) => result,
-            Err(_) => {
-                let e = self.timeout(limit, name);
-                self.forget_master();
-                return Err(e);
+            other => {
+                // Sized once, as redis-rs would grow it argument by argument.
+                let (mut count, mut bytes) = (0, 0);
+                other.each_arg(|arg| {
+                    count += 1;
+                    bytes += match arg {
+                        Arg::Text(s) => s.len(),
+                        Arg::Number(_) => 20,
+                    };
+                });
+                let mut cmd = redis::Cmd::with_capacity(count, bytes);
+                other.each_arg(|arg| match arg {
+                    Arg::Text(s) => {
+                        cmd.arg(s);
+                    }
+                    Arg::Number(n) => {
+                        cmd.arg(n);
+                    }
+                });
+                cmd.query_async::<Value>(&mut conn).await
             }
         };
         let reply = match result {
