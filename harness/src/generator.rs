@@ -9,19 +9,26 @@
 //! happened. Generator, nemesis and checker know nothing of each other.
 //!
 //! Faults are not left to the walk's coin at every step (they would all come in the first
-//! few steps): each unit of the budget gets a random step of the stretch in which the
-//! clients are busy (measured by a first walk without faults), and from that step on the
-//! walk takes an allowed action of that kind (a random client or node) as soon as there
-//! is one. A pause or a partition is undone after a random
-//! number of ticks, up to a little more than the ttl, so that some pauses outlast a
-//! lease and some do not. Every other step is a uniform choice among the allowed
-//! non-fault actions (client steps, deliveries, replication, the clock's tick).
+//! few steps): each unit of the budget gets a random step of the first half of the
+//! stretch in which the clients are busy (measured by a first walk without faults), and
+//! from that step on the walk takes an allowed action of that kind as soon as there is
+//! one **aimed at a hold**: a client fault (pause, crash, partition, lost reply, clock
+//! jump) strikes a client that holds the lock, a node fault (failover, restart, clock
+//! jump) comes while some client holds it, and only while another client may still try.
+//! That is where a lock breaks; a fault between holds, or after the last contender is
+//! done, tests nothing. A fault that finds no such hold within the busy stretch after its
+//! step, or once no client is left to contend, strikes unaimed. A pause or a partition
+//! is undone after a random number of ticks from half the ttl to a little more than
+//! twice the ttl, so that most pauses outlast a lease and some do not. Every other step
+//! is a uniform choice among the allowed non-fault actions (client steps, deliveries,
+//! replication, the clock's tick).
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
 //! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
 
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::Property;
+use locklab_model::state::{Phase, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use stateright::Model;
@@ -40,6 +47,8 @@ struct Planned {
     step: usize,
     /// For a pause or a partition: how many ticks until it is undone.
     hold: u32,
+    /// From this step on it strikes even when no client holds the lock.
+    unaimed_from: usize,
 }
 
 /// One run's schedule.
@@ -84,14 +93,19 @@ fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> 
         (FaultKind::ClockJump, f.clock_jumps),
         (FaultKind::LostReply, f.lost_replies),
     ];
-    let longest_hold = timing.ttl + timing.max_step_delay + 1;
+    let shortest_hold = (timing.ttl / 2).max(1);
+    let longest_hold = 2 * timing.ttl + timing.max_step_delay + 1;
     let mut planned = Vec::new();
     for (kind, n) in budget {
         for _ in 0..n {
+            // In the first half of the busy stretch: later, the other clients are
+            // often done, and a hold without a contender cannot break.
+            let step = rng.random_range(0..(active / 2).max(1));
             planned.push(Planned {
                 kind,
-                step: rng.random_range(0..active.max(1)),
-                hold: rng.random_range(1..=longest_hold),
+                step,
+                hold: rng.random_range(shortest_hold..=longest_hold),
+                unaimed_from: step + active,
             });
         }
     }
@@ -142,7 +156,8 @@ fn walk(model: &LockModel, mut planned: Vec<Planned>, rng: &mut ChaCha8Rng) -> V
         enabled.clear();
         model.actions(&state, &mut enabled);
         let step = actions.len();
-        let Some(action) = choose(&enabled, step, tick, &mut planned, &mut undo, rng) else {
+        let Some(action) = choose(&state, &enabled, step, tick, &mut planned, &mut undo, rng)
+        else {
             break;
         };
         let Some(next) = model.next_state(&state, action) else {
@@ -163,9 +178,42 @@ fn walk(model: &LockModel, mut planned: Vec<Planned>, rng: &mut ChaCha8Rng) -> V
     actions
 }
 
-/// The next step: a due undo, else a due planned fault, else a uniform choice among the
-/// allowed non-fault actions (an undo that is not due yet is not among them).
+/// Whether `fault` strikes a hold in `state` while another client may still take the
+/// lock: a client fault a client that holds it, a node fault while some client holds
+/// it. A hold with no contender left (every other client done) can break nothing.
+fn aimed(state: &State, fault: &Action) -> bool {
+    let contender =
+        |holder: usize| {
+            state.clients.iter().enumerate().any(|(j, other)| {
+                j != holder && matches!(other.phase, Phase::Idle | Phase::Acquiring)
+            })
+        };
+    match fault.client() {
+        Some(c) => {
+            let c = usize::from(c);
+            state.clients.get(c).is_some_and(|client| client.holding()) && contender(c)
+        }
+        None => state
+            .clients
+            .iter()
+            .enumerate()
+            .any(|(i, client)| client.holding() && contender(i)),
+    }
+}
+
+/// Whether some client may still take the lock (an aimed fault can still come).
+fn contenders_left(state: &State) -> bool {
+    state
+        .clients
+        .iter()
+        .any(|c| matches!(c.phase, Phase::Idle | Phase::Acquiring))
+}
+
+/// The next step: a due undo, else a due planned fault (aimed at a hold, or unaimed once
+/// its patience ran out), else a uniform choice among the allowed non-fault actions (an
+/// undo that is not due yet is not among them).
 fn choose(
+    state: &State,
     enabled: &[Action],
     step: usize,
     tick: u32,
@@ -188,11 +236,14 @@ fn choose(
         if p.step > step {
             continue;
         }
-        let allowed: Vec<Action> = enabled
+        let mut allowed: Vec<Action> = enabled
             .iter()
             .copied()
             .filter(|a| FaultKind::of(a) == Some(p.kind))
             .collect();
+        if step < p.unaimed_from && contenders_left(state) {
+            allowed.retain(|a| aimed(state, a));
+        }
         if allowed.is_empty() {
             continue;
         }
@@ -354,5 +405,38 @@ mod tests {
         }
         assert!(paused_runs >= 30, "only {paused_runs} of 40 runs paused");
         assert!(ticks.len() >= 3, "pauses only at ticks {ticks:?}");
+    }
+
+    #[test]
+    fn faults_strike_holders() {
+        // A pause between holds tests nothing: over many seeds, the planned pause of
+        // lua-release-pause and the failover of lua-release-failover come while a client
+        // holds the lock (the pause on that very client) in most runs.
+        for (name, kind) in [
+            ("lua-release-pause", FaultKind::Pause),
+            ("lua-release-failover", FaultKind::Failover),
+        ] {
+            let m = model(name);
+            let (mut struck, mut aimed_at_hold) = (0, 0);
+            for seed in 0..40 {
+                let s = generate(&m, seed);
+                let mut state = m.init_states().remove(0);
+                for action in &s.actions {
+                    if FaultKind::of(action) == Some(kind) {
+                        struck += 1;
+                        if aimed(&state, action) {
+                            aimed_at_hold += 1;
+                        }
+                    }
+                    state = m.next_state(&state, *action).unwrap();
+                }
+            }
+            eprintln!("{name}: {aimed_at_hold} of {struck} faults struck a hold");
+            assert!(struck >= 30, "{name}: only {struck} faults in 40 runs");
+            assert!(
+                aimed_at_hold * 4 >= struck * 3,
+                "{name}: only {aimed_at_hold} of {struck} faults struck a hold"
+            );
+        }
     }
 }
