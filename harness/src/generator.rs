@@ -14,12 +14,14 @@
 //! from that step on the walk takes an allowed action of that kind as soon as there is
 //! one **aimed at a hold**: a client fault (pause, crash, partition, lost reply, clock
 //! jump) strikes a client that holds the lock, a node fault (failover, restart, clock
-//! jump) comes while some client holds it, and only while another client may still try.
+//! jump) comes while some client holds it (a failover only while the replica it promotes
+//! missed a write; replication waits while a failover is due), and only while another
+//! client may still try.
 //! That is where a lock breaks; a fault between holds, or after the last contender is
 //! done, tests nothing. A fault that finds no such hold within the busy stretch after its
 //! step, or once no client is left to contend, strikes unaimed. A pause or a partition
-//! is undone after a random number of ticks from half the ttl to a little more than
-//! twice the ttl, so that most pauses outlast a lease and some do not. Every other step
+//! is undone after a random number of ticks from the ttl to a little more than twice the
+//! ttl, so that it outlasts the holder's lease. Every other step
 //! is a uniform choice among the allowed non-fault actions (client steps, deliveries,
 //! replication, the clock's tick).
 //!
@@ -93,7 +95,7 @@ fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> 
         (FaultKind::ClockJump, f.clock_jumps),
         (FaultKind::LostReply, f.lost_replies),
     ];
-    let shortest_hold = (timing.ttl / 2).max(1);
+    let shortest_hold = timing.ttl.max(1);
     let longest_hold = 2 * timing.ttl + timing.max_step_delay + 1;
     let mut planned = Vec::new();
     for (kind, n) in budget {
@@ -188,7 +190,7 @@ fn aimed(state: &State, fault: &Action) -> bool {
                 j != holder && matches!(other.phase, Phase::Idle | Phase::Acquiring)
             })
         };
-    match fault.client() {
+    let held = match fault.client() {
         Some(c) => {
             let c = usize::from(c);
             state.clients.get(c).is_some_and(|client| client.holding()) && contender(c)
@@ -198,7 +200,16 @@ fn aimed(state: &State, fault: &Action) -> bool {
             .iter()
             .enumerate()
             .any(|(i, client)| client.holding() && contender(i)),
-    }
+    };
+    // A failover breaks a lock only when the promoted replica missed the holder's write.
+    let behind = match *fault {
+        Action::Failover(master, replica) => {
+            let data = |n: u8| state.nodes.get(usize::from(n)).map(|node| &node.data);
+            data(master) != data(replica)
+        }
+        _ => true,
+    };
+    held && behind
 }
 
 /// Whether some client may still take the lock (an aimed fault can still come).
@@ -257,11 +268,19 @@ fn choose(
         return Some(fault);
     }
     let pending_undo = |a: &Action| undo.iter().any(|(_, u)| u == a);
-    let ordinary: Vec<Action> = enabled
+    // While a failover is due, replication waits: a replica that has caught up with the
+    // holder's write is not one whose promotion can break the lock.
+    let failover_due = planned
+        .iter()
+        .any(|p| p.kind == FaultKind::Failover && p.step <= step);
+    let mut ordinary: Vec<Action> = enabled
         .iter()
         .copied()
         .filter(|a| !a.is_fault() && !pending_undo(a))
         .collect();
+    if failover_due && ordinary.iter().any(|a| !matches!(a, Action::Replicate(_))) {
+        ordinary.retain(|a| !matches!(a, Action::Replicate(_)));
+    }
     if ordinary.is_empty() {
         // Only faults and undos that are not due: let the undo come early rather than
         // stop the run with a client paused.
@@ -410,14 +429,16 @@ mod tests {
     #[test]
     fn faults_strike_holders() {
         // A pause between holds tests nothing: over many seeds, the planned pause of
-        // lua-release-pause and the failover of lua-release-failover come while a client
-        // holds the lock (the pause on that very client) in most runs.
-        for (name, kind) in [
-            ("lua-release-pause", FaultKind::Pause),
-            ("lua-release-failover", FaultKind::Failover),
+        // lua-release-pause comes while a client holds the lock, on that very client,
+        // in three runs of four at least; the failover of lua-release-failover, while a
+        // client holds it and the promoted replica missed its write, in half of them
+        // (unaimed, 17 of 34 pauses struck a holder).
+        for (name, kind, share) in [
+            ("lua-release-pause", FaultKind::Pause, 3.0 / 4.0),
+            ("lua-release-failover", FaultKind::Failover, 1.0 / 2.0),
         ] {
             let m = model(name);
-            let (mut struck, mut aimed_at_hold) = (0, 0);
+            let (mut struck, mut aimed_at_hold) = (0u32, 0u32);
             for seed in 0..40 {
                 let s = generate(&m, seed);
                 let mut state = m.init_states().remove(0);
@@ -434,7 +455,7 @@ mod tests {
             eprintln!("{name}: {aimed_at_hold} of {struck} faults struck a hold");
             assert!(struck >= 30, "{name}: only {struck} faults in 40 runs");
             assert!(
-                aimed_at_hold * 4 >= struck * 3,
+                f64::from(aimed_at_hold) >= share * f64::from(struck),
                 "{name}: only {aimed_at_hold} of {struck} faults struck a hold"
             );
         }
