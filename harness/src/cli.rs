@@ -192,7 +192,8 @@ pub enum BenchCommand {
 
 #[derive(Debug, Args)]
 pub struct BenchCheckerArgs {
-    /// Scenario files or directories of them [default: scenarios/].
+    /// Scenario files or directories of them [default: scenarios/ and bench/checker/,
+    /// the five-master Redlock copies].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Where to write the Markdown report.
