@@ -33,6 +33,9 @@ pub enum Command {
     Soak(SoakArgs),
     /// Regenerate the report gallery.
     Report(ReportArgs),
+    /// Join the --json and --junit files of `check --shard K/N` runs into those of the
+    /// whole run; exits with the joined run's status.
+    Merge(MergeArgs),
     /// Benchmarks of the model checker (the lock crate's: `cargo bench -p locklab-bench --bench lock`).
     Bench(BenchArgs),
     /// Remove the containers and networks of locklab processes that no longer exist
@@ -69,6 +72,10 @@ pub struct CheckArgs {
     /// Directory for counterexample traces (written to DIR/traces/).
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
+    /// Check only shard K of N (1 <= K <= N): the scenarios sorted by file name, every
+    /// N-th from the K-th. `locklab merge` joins the shards' --json and --junit files.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::Shard>,
     #[command(flatten)]
     pub search: SearchArgs,
     #[command(flatten)]
@@ -158,6 +165,20 @@ pub struct ReportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' --json files (`{`...) and --junit files (`<?xml`...), every shard of
+    /// one split once, in any order.
+    #[arg(value_name = "FILE", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write the joined JSON report to FILE (needs the shards' JSON files).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the joined JUnit report to FILE (needs the shards' JUnit files).
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
 pub struct BenchArgs {
     #[command(subcommand)]
     pub command: BenchCommand,
@@ -171,7 +192,8 @@ pub enum BenchCommand {
 
 #[derive(Debug, Args)]
 pub struct BenchCheckerArgs {
-    /// Scenario files or directories of them [default: scenarios/].
+    /// Scenario files or directories of them [default: scenarios/ and bench/checker/,
+    /// the five-master Redlock copies].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Where to write the Markdown report.

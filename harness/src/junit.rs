@@ -6,10 +6,14 @@
 
 use std::fmt::Write as _;
 
+use crate::shard::Part;
 use crate::verdict::{Found, ScenarioOutcome, Status};
 use crate::xml::escape;
 
-pub fn render(outcomes: &[ScenarioOutcome]) -> String {
+/// The report; a shard's (`check --shard`) root element also carries `shard="K/N"`,
+/// `scenarios` (in the whole run) and `positions` (of its testsuites in the whole run,
+/// comma-separated), which `locklab merge` reads.
+pub fn render(outcomes: &[ScenarioOutcome], part: Option<&Part>) -> String {
     let count = |s: Status| {
         outcomes
             .iter()
@@ -19,12 +23,21 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
     };
     let tests: usize = outcomes.iter().map(|o| o.properties.len()).sum();
     let time: f64 = outcomes.iter().map(|o| o.seconds).sum();
-    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let _ = writeln!(
-        out,
-        "<testsuites name=\"locklab check\" tests=\"{tests}\" failures=\"{}\" errors=\"{}\" time=\"{time:.3}\">",
-        count(Status::Mismatch),
-        count(Status::Error)
+    let shard = part.map_or_else(String::new, |p| {
+        let positions: Vec<String> = p.positions.iter().map(usize::to_string).collect();
+        format!(
+            " shard=\"{}\" scenarios=\"{}\" positions=\"{}\"",
+            p.shard,
+            p.total,
+            positions.join(",")
+        )
+    });
+    let mut out = header(
+        tests as u64,
+        count(Status::Mismatch) as u64,
+        count(Status::Error) as u64,
+        time,
+        &shard,
     );
     for o in outcomes {
         let failures = o
@@ -141,6 +154,19 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
         }
         let _ = writeln!(out, "  </testsuite>");
     }
-    out.push_str("</testsuites>\n");
+    out.push_str(FOOTER);
     out
 }
+
+/// The XML declaration and the root start tag with its totals (`extra`: more
+/// attributes, each with its leading space).
+pub fn header(tests: u64, failures: u64, errors: u64, time: f64, extra: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <testsuites name=\"locklab check\" tests=\"{tests}\" failures=\"{failures}\" \
+         errors=\"{errors}\" time=\"{time:.3}\"{extra}>\n"
+    )
+}
+
+/// The root end tag.
+pub const FOOTER: &str = "</testsuites>\n";

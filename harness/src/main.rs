@@ -8,6 +8,7 @@ mod cli;
 mod files;
 mod scenario_args;
 mod search;
+mod shard;
 mod verdict;
 // Renderers and what they tell, depending on the verdicts and traces only.
 mod fix;

@@ -28,22 +28,29 @@
 //! `fingerprint_collision_probability` bounds the chance that the visited set merged two
 //! states by a 64-bit fingerprint collision (n²/2^65 for n unique states; the summary
 //! sums the scenarios'; 0 for walks, which keep no visited set). `summary.unproven`
-//! counts expected "holds" that walks only did not break.
+//! counts expected "holds" that walks only did not break. A shard's report (`check
+//! --shard K/N`) adds `"shard": {"index": K, "count": N, "scenarios": <in the whole
+//! run>, "positions": [<of its scenarios in the whole run>]}`; `locklab merge` joins
+//! the shards into the report of the whole run.
 
 use serde_json::{json, Map, Value};
 
 use locklab_model::search::Strategy;
 
+use crate::shard::Part;
 use crate::verdict::{Found, ScenarioOutcome, Status};
 
-pub fn json(outcomes: &[ScenarioOutcome], exit_code: i32) -> Value {
+/// The report; a shard's (`check --shard`) also carries `shard`: its index and count,
+/// the number of scenarios in the whole run and the positions of its own in that run
+/// (what `locklab merge` puts the shards back together by).
+pub fn json(outcomes: &[ScenarioOutcome], exit_code: i32, part: Option<&Part>) -> Value {
     let scenarios: Vec<Value> = outcomes.iter().map(scenario).collect();
     let statuses: Vec<Status> = outcomes
         .iter()
         .flat_map(|o| o.properties.iter().map(|p| p.status()))
         .collect();
     let count = |s: Status| statuses.iter().filter(|&&v| v == s).count();
-    json!({
+    let mut report = json!({
         "exit_code": exit_code,
         "summary": {
             "scenarios": outcomes.len(),
@@ -55,7 +62,16 @@ pub fn json(outcomes: &[ScenarioOutcome], exit_code: i32) -> Value {
             "fingerprint_collision_probability": crate::table::collision_probability(outcomes),
         },
         "scenarios": scenarios,
-    })
+    });
+    if let Some(part) = part {
+        report["shard"] = json!({
+            "index": part.shard.index,
+            "count": part.shard.count,
+            "scenarios": part.total,
+            "positions": part.positions,
+        });
+    }
+    report
 }
 
 fn scenario(o: &ScenarioOutcome) -> Value {

@@ -144,3 +144,33 @@ fn the_example_ci_scenario_passes_check() {
     assert_eq!(junit.attr("tests"), "4");
     assert_eq!(junit.attr("failures"), "0");
 }
+
+/// The sharded example: its matrix lists every shard of the split its command names,
+/// and a gate job joins them with `locklab merge`.
+#[test]
+fn the_sharded_example_runs_every_shard_and_merges_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let workflow =
+        fs::read_to_string(root.join("examples/ci/github-workflow-sharded.yml")).unwrap();
+    let shards: usize = workflow
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("SHARDS: "))
+        .expect("SHARDS in env")
+        .parse()
+        .unwrap();
+    let matrix = workflow
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("shard: ["))
+        .expect("a shard matrix");
+    let listed: Vec<usize> = matrix
+        .trim_end_matches(']')
+        .split(',')
+        .map(|k| k.trim().parse().unwrap())
+        .collect();
+    assert_eq!(listed, (1..=shards).collect::<Vec<_>>(), "{workflow}");
+    assert!(
+        workflow.contains("--shard ${{ matrix.shard }}/$SHARDS"),
+        "{workflow}"
+    );
+    assert!(workflow.contains("locklab merge shards/shard-*.json shards/shard-*.xml"));
+}

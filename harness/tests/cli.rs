@@ -311,7 +311,8 @@ fn help_lists_every_subcommand() {
     assert_eq!(code(&out), 0);
     let help = stdout(&out);
     for sub in [
-        "check", "explain", "explore", "replay", "chaos", "soak", "report", "bench", "clean",
+        "check", "merge", "explain", "explore", "replay", "chaos", "soak", "report", "bench",
+        "clean",
     ] {
         assert!(
             help.lines().any(|l| l.trim_start().starts_with(sub)),
@@ -359,6 +360,8 @@ fn bench_checker_writes_a_row_per_configuration() {
     for r in &rows {
         assert!(r[4].parse::<u64>().unwrap() >= unique(r), "{r:?}");
         assert!(r[8].parse::<f64>().unwrap() >= 0.0, "{r:?}");
+        // The peak resident set of the child that searched, in MB: at least the binary.
+        assert!(r[9].parse::<u64>().unwrap() > 0, "{r:?}");
     }
     // The counterexample is found in every configuration; symmetry merges states.
     assert!(rows.iter().all(|r| r[7] != "-"), "{report}");

@@ -10,6 +10,7 @@ use crate::cli::CheckArgs;
 use crate::files::{trace_path, write_file};
 use crate::scenario_args::load;
 use crate::search::{search_options, Reporter};
+use crate::shard::select;
 use crate::verdict::{exit_code_allowing, outcome, Found, ScenarioOutcome};
 use crate::{junit, output, table, Failure};
 
@@ -38,6 +39,18 @@ fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Fai
 /// `locklab check`: returns the exit status.
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let scenarios = load(&args.paths)?;
+    let (scenarios, part) = match args.shard {
+        Some(shard) => {
+            let (chosen, part) = select(scenarios, shard);
+            eprintln!(
+                "shard {shard}: {} of the {} scenarios",
+                chosen.len(),
+                part.total
+            );
+            (chosen, Some(part))
+        }
+        None => (scenarios, None),
+    };
     let options = SearchOptions {
         time_limit: args.strategy.time_limit(),
         ..search_options(&args.search)
@@ -48,14 +61,14 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     print!("{}", table::render(&outcomes));
     let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
     if let Some(path) = &args.json {
-        let json = output::json(&outcomes, code);
+        let json = output::json(&outcomes, code, part.as_ref());
         write_file(
             path,
             &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"),
         )?;
     }
     if let Some(path) = &args.junit {
-        write_file(path, &junit::render(&outcomes))?;
+        write_file(path, &junit::render(&outcomes, part.as_ref()))?;
     }
     Ok(code)
 }

@@ -9,6 +9,7 @@ pub mod check;
 pub mod clean;
 pub mod explain;
 pub mod explore;
+pub mod merge;
 pub mod replay;
 pub mod report;
 pub mod soak;
@@ -26,6 +27,7 @@ pub fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Chaos(args) => chaos::run(args),
         Command::Soak(args) => soak::run(args),
         Command::Report(args) => report::run(args),
+        Command::Merge(args) => merge::run(args),
         Command::Bench(args) => match &args.command {
             BenchCommand::Checker(args) => bench::run(args),
         },
