@@ -39,4 +39,4 @@ pub use machine::{
     Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, RenewalOnError,
     Request, Step,
 };
-pub use script::{Script, ScriptHost};
+pub use script::{CustomScript, Script, ScriptHost};

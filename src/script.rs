@@ -3,6 +3,11 @@
 //!
 //! The two must agree; the harness's conformance test sends the same calls to a real
 //! Redis and to the model and compares the replies.
+//!
+//! A custom lock's scripts ([`Script::Custom`]) have no Rust restatement: the model runs
+//! their text in its embedded Lua interpreter (`locklab-model`'s `lua` module).
+
+use std::sync::Arc;
 
 use crate::command::Reply;
 
@@ -25,8 +30,17 @@ pub trait ScriptHost {
     fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, String>;
 }
 
+/// A script a scenario brings: its Lua text, named by the step that runs it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CustomScript {
+    /// The step it serves (`acquire`, `release`, `renew`), for traces.
+    pub name: Arc<str>,
+    /// The Lua text, sent to Redis as it is.
+    pub text: Arc<str>,
+}
+
 /// The scripts. Arguments follow the Lua text: `KEYS[1]` is the lock key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Script {
     /// Delete the key only when it holds my token. `ARGV[1]` = token. Returns 1 or 0.
     CompareAndDelete,
@@ -41,10 +55,12 @@ pub enum Script {
     ReentrantUnlock,
     /// Redisson's renewal: `ARGV[1]` = lease ms, `ARGV[2]` = owner field. Returns 1 or 0.
     ReentrantRenew,
+    /// A custom lock's script (scenario `[lock]`), identified by its text.
+    Custom(CustomScript),
 }
 
 impl Script {
-    /// Every script.
+    /// Every built-in script.
     pub const ALL: [Script; 5] = [
         Script::CompareAndDelete,
         Script::CompareAndPexpire,
@@ -54,23 +70,24 @@ impl Script {
     ];
 
     /// A short name for traces.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Script::CompareAndDelete => "compare-and-delete",
             Script::CompareAndPexpire => "compare-and-pexpire",
             Script::ReentrantLock => "reentrant-lock",
             Script::ReentrantUnlock => "reentrant-unlock",
             Script::ReentrantRenew => "reentrant-renew",
+            Script::Custom(c) => &c.name,
         }
     }
 
     /// Whether the script may change data.
-    pub fn is_write(self) -> bool {
+    pub fn is_write(&self) -> bool {
         true
     }
 
     /// The Lua text sent to real Redis.
-    pub fn lua(self) -> &'static str {
+    pub fn lua(&self) -> &str {
         match self {
             Script::CompareAndDelete => {
                 "if redis.call('get', KEYS[1]) == ARGV[1] then \
@@ -113,12 +130,15 @@ impl Script {
                  end; \
                  return 0;"
             }
+            Script::Custom(c) => &c.text,
         }
     }
 
     /// The script's semantics, for the model: what the Lua text does, step by step.
     /// A Redis error inside the script (such as `WRONGTYPE`) aborts it with that error.
-    pub fn run(self, host: &mut dyn ScriptHost, keys: &[String], args: &[String]) -> Reply {
+    /// A custom script has no restatement: the answer is an error saying so (the model
+    /// runs custom text in its interpreter and never calls this for one).
+    pub fn run(&self, host: &mut dyn ScriptHost, keys: &[String], args: &[String]) -> Reply {
         match self.try_run(host, keys, args) {
             Ok(r) => r,
             Err(e) => Reply::Error(e),
@@ -126,7 +146,7 @@ impl Script {
     }
 
     fn try_run(
-        self,
+        &self,
         host: &mut dyn ScriptHost,
         keys: &[String],
         args: &[String],
@@ -183,6 +203,12 @@ impl Script {
                 } else {
                     Reply::Int(0)
                 }
+            }
+            Script::Custom(c) => {
+                return Err(format!(
+                    "ERR script `{}` has no Rust restatement; run its text in a Lua interpreter",
+                    c.name
+                ))
             }
         })
     }

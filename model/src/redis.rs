@@ -94,7 +94,54 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
+    /// The node clock `ms` ticks from now (saturating: a lease that never ends).
+    pub(crate) fn deadline(&self, ms: u64) -> i64 {
+        self.clock
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+    }
+
+    /// The hash under `key`: `None` when missing, `WRONGTYPE` for a string.
+    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(String, i64)>>, String> {
+        match self.data.entry(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::Hash(h)) => Ok(Some(h)),
+            Some(Value::Str(_)) => Err(wrongtype()),
+        }
+    }
+
+    /// `HSET key field n` for one field: whether the field is new. A new key is this
+    /// client's entry, as `HINCRBY` makes it.
+    pub(crate) fn set_field(&mut self, key: &str, field: &str, n: i64) -> Result<bool, String> {
+        let had = self
+            .hash(key)?
+            .is_some_and(|h| h.iter().any(|(f, _)| f == field));
+        let old = if had { self.hincrby(key, field, 0)? } else { 0 };
+        self.hincrby(key, field, n - old)?;
+        Ok(!had)
+    }
+
+    /// `HDEL key field ...`: how many fields went; the key goes with its last field.
+    pub(crate) fn remove_fields(&mut self, key: &str, fields: &[&str]) -> Result<i64, String> {
+        if self.hash(key)?.is_none() {
+            return Ok(0);
+        }
+        let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = self.data.entry_mut(key)
+        else {
+            return Ok(0);
+        };
+        let before = h.len();
+        h.retain(|(f, _)| !fields.contains(&f.as_str()));
+        let removed = before - h.len();
+        if h.is_empty() {
+            ScriptHost::del(self, key);
+        }
+        Ok(i64::try_from(removed).unwrap_or(i64::MAX))
+    }
+
+    pub(crate) fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
         if let Some(old) = self.data.entry(key) {
             self.effect.displaced.push(old.owner);
         }
@@ -173,12 +220,15 @@ impl<'a> Exec<'a> {
                 );
                 Ok(Reply::Int(n))
             })),
-            Command::Eval { script, keys, args } => {
-                let script: Script = *script;
-                script.run(self, keys, args)
-            }
+            Command::Eval {
+                script: Script::Custom(custom),
+                keys,
+                args,
+            } => crate::lua::eval(self, &custom.text, keys, args),
+            Command::Eval { script, keys, args } => script.run(self, keys, args),
             // WAIT is answered by the model, which knows the replicas.
             Command::Wait { .. } => Reply::Int(0),
+            Command::Call { args } => self.call(args),
         }
     }
 }

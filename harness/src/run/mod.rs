@@ -116,6 +116,7 @@ struct Expiry {
 pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     let mut cfg = LockModel::new(scenario).cfg;
     cfg.ttl = u64::from(scenario.timing.ttl) * tick_ms;
+    cfg.renew_every = cfg.renew_every.map(|ticks| ticks * tick_ms);
     cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
     // WAIT must not outlast a tick: the model answers it within one step.
     cfg.wait_timeout_ms = (tick_ms / 5).max(5);
