@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab::driver::{Node, NodeTimeouts};
-use locklab::{Command, Reply, Script, ScriptHost};
+use locklab::{Command, Reply, Script};
 use locklab_cluster::Cluster;
 use locklab_model::redis::{Data, Exec};
 use rand::{Rng, SeedableRng};

@@ -7,7 +7,7 @@
 //! `TTL`) are refused when a scenario is loaded ([`refusal`]): in ticks they would mean
 //! something else than on real Redis.
 
-use locklab::{Reply, ScriptHost};
+use locklab::Reply;
 
 use crate::redis::{Exec, Value};
 

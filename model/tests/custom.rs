@@ -1,9 +1,10 @@
 //! Custom locks (`design = "custom"`) in the model: a custom lock whose steps are the
 //! built-in designs' own commands and Lua texts must explore exactly the states of that
-//! design, with the same verdicts and counterexample lengths. The built-in designs run
-//! their scripts' Rust restatements (src/script.rs), the custom lock runs the Lua text
-//! in the model's interpreter and its SET as a command by name: agreement on whole
-//! searches is the comparison of the two paths on every reachable input.
+//! design, with the same verdicts and counterexample lengths. The built-in designs send
+//! typed commands (`SET NX PX` as `Command::SetNxPx`) and their own scripts; the custom
+//! lock sends its SET by name (model/src/call.rs) and its scripts as scenario text, and
+//! its replies go through the custom machine's success replies: agreement on whole
+//! searches compares the two paths on every reachable input.
 
 use locklab::Script;
 use locklab_model::model::LockModel;

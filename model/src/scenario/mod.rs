@@ -18,7 +18,7 @@
 //! - `design` (string, required): a design id (`naive-setnx`, `setnx-expire`,
 //!   `exists-set`, `getset-timestamp`, `set-px-del`, `set-px-get-del`,
 //!   `get-expire-renewal`, `lua-release`,
-//!   `watchdog`, `reentrant`, `redlock`).
+//!   `watchdog`, `reentrant`, `redlock`), or `custom` with a `[lock]` table.
 //! - `summary` (string, default `""`): one sentence saying what the scenario shows.
 //! - `fencing` (boolean or string, default `false`): `true` or `"all"` fences every
 //!   access, `"writes"` only writes, `false` or `"off"` none.
@@ -72,6 +72,12 @@
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
 //! `owner_only_release`, `no_orphaned_lock`, `resource_safety`.
 //!
+//! `[lock]` (design `custom` only; see `lock.rs`): `acquire` and `release` (required)
+//! and `renew`, each `{ command = [...] }` or `{ script = "...", keys = [...], args =
+//! [...] }` with its success reply `granted`, `released` or `renewed` (a string, an
+//! integer or `"nil"`); `renew.every` in ticks (default ttl/3). Placeholders `{key}`,
+//! `{token}`, `{ttl}`.
+//!
 //! # Modules
 //!
 //! - this one: the types a loaded scenario is made of, and the functions that load it;
@@ -80,6 +86,7 @@
 //! - `read`: reading one key of one table: unknown, missing and mistyped keys, words
 //!   (`fencing`, `arrival`, ...);
 //! - `ranges`: integers and the range each number key accepts;
+//! - `lock`: `[lock]`, a custom lock's steps, its scripts compiled and scanned;
 //! - `load`: files and directories;
 //! - `error`: [`ScenarioError`], one line naming file, line and key.
 
