@@ -36,7 +36,15 @@ pub enum Command {
     },
     /// `WAIT replicas timeout`: how many replicas acknowledged all writes so far.
     Wait { replicas: u32, timeout_ms: u64 },
+    /// A command given word by word, as a custom lock's `command = [...]` writes it
+    /// (`["SET", "lock", "tok", "NX", "PX", "3000"]`); the first word is the name and
+    /// the second the key. The model runs it through the same dispatcher as a script's
+    /// `redis.call`.
+    Call { args: Vec<String> },
 }
+
+/// Commands (upper case) that only read: not replicated, not a write of a script.
+pub const READ_ONLY_COMMANDS: &[&str] = &["GET", "EXISTS", "PTTL", "TTL", "HGET", "HEXISTS"];
 
 impl Command {
     /// Whether the command changes data (and so is replicated).
@@ -44,6 +52,9 @@ impl Command {
         match self {
             Command::Get { .. } | Command::Exists { .. } | Command::Wait { .. } => false,
             Command::Eval { script, .. } => script.is_write(),
+            Command::Call { args } => args
+                .first()
+                .is_none_or(|name| !READ_ONLY_COMMANDS.contains(&name.to_uppercase().as_str())),
             _ => true,
         }
     }
@@ -62,6 +73,7 @@ impl Command {
             | Command::Incr { key } => vec![key.as_str()],
             Command::Eval { keys, .. } => keys.iter().map(String::as_str).collect(),
             Command::Wait { .. } => Vec::new(),
+            Command::Call { args } => args.get(1).map(String::as_str).into_iter().collect(),
         }
     }
 
@@ -122,6 +134,7 @@ impl Command {
             ]
             .into_iter()
             .for_each(f),
+            Command::Call { args } => args.iter().for_each(|a| f(Text(a))),
         }
     }
 }
@@ -163,6 +176,8 @@ pub enum Reply {
     Bulk(String),
     /// An error reply, e.g. `WRONGTYPE ...`.
     Error(String),
+    /// An array (a script that returns a Lua table).
+    Array(Vec<Reply>),
 }
 
 impl Reply {
@@ -184,6 +199,16 @@ impl fmt::Display for Reply {
             Reply::Int(i) => write!(f, "(integer) {i}"),
             Reply::Bulk(s) => write!(f, "\"{s}\""),
             Reply::Error(e) => write!(f, "(error) {e}"),
+            Reply::Array(items) => {
+                f.write_str("[")?;
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{item}")?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }

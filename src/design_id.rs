@@ -31,10 +31,13 @@ pub enum DesignId {
     Reentrant,
     /// Redlock: `SET NX PX` on N independent masters, majority quorum.
     Redlock,
+    /// A lock a scenario brings as commands and Lua scripts (its `[lock]` table); not
+    /// in [`DesignId::ALL`], which lists the built-in designs.
+    Custom,
 }
 
 impl DesignId {
-    /// All designs, in the order of the design table.
+    /// The built-in designs, in the order of the design table.
     pub const ALL: [DesignId; 11] = [
         DesignId::NaiveSetnx,
         DesignId::ExistsSet,
@@ -63,6 +66,7 @@ impl DesignId {
             DesignId::Watchdog => "watchdog",
             DesignId::Reentrant => "reentrant",
             DesignId::Redlock => "redlock",
+            DesignId::Custom => "custom",
         }
     }
 
@@ -88,7 +92,7 @@ impl fmt::Display for DesignId {
 
 /// The error for an unknown design id; it lists the known ones.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown design `{given}`; known designs: {}", DesignId::ALL.map(|d| d.as_str()).join(", "))]
+#[error("unknown design `{given}`; known designs: {}, custom", DesignId::ALL.map(|d| d.as_str()).join(", "))]
 pub struct UnknownDesign {
     /// What was given.
     pub given: String,
@@ -99,6 +103,7 @@ impl FromStr for DesignId {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         DesignId::ALL
             .into_iter()
+            .chain([DesignId::Custom])
             .find(|d| d.as_str() == s)
             .ok_or_else(|| UnknownDesign {
                 given: s.to_string(),

@@ -12,7 +12,7 @@
 //!   the very code the driver runs.
 //! * `driver` (cargo feature `driver`, on by default): the tokio + redis-rs runner, with a
 //!   builder, guards and a watchdog task, and [`pitfalls`]' `builder`.
-//! * [`script`]: every Lua script, with the Rust function that states its semantics.
+//! * [`script`]: every Lua script, as the text both real Redis and the model run.
 //! * [`resource`]: the protected resource (a fenced stock counter) shared by the model
 //!   and the harness.
 //!
@@ -39,4 +39,4 @@ pub use machine::{
     Answer, Denied, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, RenewalOnError,
     Request, Step,
 };
-pub use script::{Script, ScriptHost};
+pub use script::{CustomScript, Script};

@@ -6,7 +6,10 @@
 //! commands it gets back, and feeds each reply (or the failure to get one) back in.
 //! At most one command per node is outstanding at a time.
 
+use std::sync::Arc;
+
 use crate::command::{Command, Reply};
+use crate::design::CustomLock;
 use crate::design_id::DesignId;
 use crate::{design, options, pitfalls};
 
@@ -44,6 +47,10 @@ pub struct LockConfig {
     /// What the renewal of `watchdog` and `reentrant` does after a renewal that got no
     /// answer (a renewal answered "not ours" always stops it).
     pub renewal_on_error: RenewalOnError,
+    /// The steps of design `custom` (a scenario's `[lock]`); `None` for the others.
+    pub custom: Option<Arc<CustomLock>>,
+    /// How often a renewing lock renews, in the ttl's unit; `None`: every ttl/3.
+    pub renew_every: Option<u64>,
 }
 
 /// What a renewing design's watchdog does after a renewal that got no answer.
@@ -89,6 +96,16 @@ impl LockConfig {
             wait_timeout_ms: 100,
             watchdog: true,
             renewal_on_error: RenewalOnError::Stop,
+            custom: None,
+            renew_every: None,
+        }
+    }
+
+    /// A custom lock (design `custom`) with the given key and ttl.
+    pub fn custom(lock: CustomLock, key: impl Into<String>, ttl: u64) -> Self {
+        LockConfig {
+            custom: Some(Arc::new(lock)),
+            ..LockConfig::new(DesignId::Custom, key, ttl)
         }
     }
 
@@ -111,13 +128,19 @@ impl LockConfig {
     }
 
     /// Whether holds are renewed while held: a design that renews, with its watchdog on.
+    /// A custom lock renews when it has a renewal step.
     pub fn renews(&self) -> bool {
-        self.design.renews() && self.watchdog
+        let renews = match &self.custom {
+            Some(lock) => lock.renew.is_some(),
+            None => self.design.renews(),
+        };
+        renews && self.watchdog
     }
 
-    /// How often a renewing design renews: every ttl/3, as Redisson's watchdog.
+    /// How often a renewing design renews: every ttl/3, as Redisson's watchdog, unless
+    /// a custom lock says `every`.
     pub fn renew_interval(&self) -> u64 {
-        (self.ttl / 3).max(1)
+        self.renew_every.unwrap_or(self.ttl / 3).max(1)
     }
 }
 
@@ -340,11 +363,21 @@ impl Phase {
 
     /// The answer to a renewal whose success is `Int(1)`.
     pub(crate) fn finish_renew(&mut self, cfg: &LockConfig, answer: Answer) -> Step {
+        self.finish_renew_when(cfg, answer, |reply| *reply == Reply::Int(1))
+    }
+
+    /// The answer to a renewal whose success is the reply `renewed` accepts.
+    pub(crate) fn finish_renew_when(
+        &mut self,
+        cfg: &LockConfig,
+        answer: Answer,
+        renewed: impl FnOnce(&Reply) -> bool,
+    ) -> Step {
         let Phase::Renewing { grant, started } = std::mem::take(self) else {
             return Step::default();
         };
         match answer {
-            Ok(Reply::Int(1)) => {
+            Ok(reply) if renewed(&reply) => {
                 let lease_end = cfg.lease_end(started);
                 *self = Phase::Held(Grant {
                     lease_end: Some(lease_end),
@@ -402,6 +435,7 @@ enum Core {
     Watchdog(design::Watchdog),
     Reentrant(design::Reentrant),
     Redlock(design::Redlock),
+    Custom(design::Custom),
 }
 
 macro_rules! dispatch {
@@ -418,6 +452,7 @@ macro_rules! dispatch {
             Core::Watchdog($p) => $body,
             Core::Reentrant($p) => $body,
             Core::Redlock($p) => $body,
+            Core::Custom($p) => $body,
         }
     };
 }
@@ -437,6 +472,7 @@ impl LockMachine {
             DesignId::Watchdog => Core::Watchdog(Default::default()),
             DesignId::Reentrant => Core::Reentrant(Default::default()),
             DesignId::Redlock => Core::Redlock(design::Redlock::new(cfg.masters)),
+            DesignId::Custom => Core::Custom(Default::default()),
         };
         LockMachine {
             core,

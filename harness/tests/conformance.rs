@@ -40,7 +40,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab::driver::{Node, NodeTimeouts};
-use locklab::{Command, Reply, Script, ScriptHost};
+use locklab::{Command, Reply, Script};
 use locklab_cluster::Cluster;
 use locklab_model::redis::{Data, Exec};
 use rand::{Rng, SeedableRng};
@@ -133,9 +133,10 @@ impl Op {
                     Script::ReentrantLock | Script::ReentrantUnlock | Script::ReentrantRenew => {
                         vec![ms(*ttl).to_string(), arg.to_string()]
                     }
+                    Script::Custom(_) => unreachable!("the sequences run built-in scripts"),
                 };
                 Command::Eval {
-                    script: *script,
+                    script: script.clone(),
                     keys: vec![k(key)],
                     args,
                 }
@@ -144,8 +145,8 @@ impl Op {
     }
 
     /// A name for the coverage table.
-    fn kind(&self) -> &'static str {
-        match self {
+    fn kind(&self) -> String {
+        let kind = match self {
             Op::SetNx(..) => "SETNX",
             Op::SetNxPx(..) => "SET NX PX",
             Op::SetPx(..) => "SET PX",
@@ -156,7 +157,8 @@ impl Op {
             Op::PExpire(..) => "PEXPIRE",
             Op::Incr(_) => "INCR",
             Op::Eval(s, ..) => s.name(),
-        }
+        };
+        kind.to_string()
     }
 }
 
@@ -408,7 +410,7 @@ struct Sequence {
     log: Vec<String>,
     status: Status,
     /// Replies seen, per operation kind and reply shape (for the coverage check).
-    replies: BTreeMap<(&'static str, String), usize>,
+    replies: BTreeMap<(String, String), usize>,
     /// Keys the model dropped at a tick boundary, i.e. expiries compared with Redis.
     expiries: usize,
 }
@@ -521,6 +523,7 @@ fn reply_shape(r: &Reply) -> String {
         Reply::Int(_) => "int".into(),
         Reply::Bulk(_) => "bulk".into(),
         Reply::Error(e) => error_code(e).to_string(),
+        Reply::Array(_) => "array".into(),
     }
 }
 
@@ -608,7 +611,7 @@ async fn start_cluster(clock_control: bool) -> Cluster {
 /// Totals over the sequences that agreed, printed, and checked on the default seeds: a
 /// run that never reached a reply shape or an expiry would prove little.
 fn check_coverage(seqs: &[Sequence], base: TimeBase, assert: bool) {
-    let mut replies: BTreeMap<(&str, String), usize> = BTreeMap::new();
+    let mut replies: BTreeMap<(String, String), usize> = BTreeMap::new();
     let mut expiries = 0;
     for s in seqs {
         for (k, n) in &s.replies {
@@ -657,7 +660,7 @@ fn check_coverage(seqs: &[Sequence], base: TimeBase, assert: bool) {
     ];
     let missing: Vec<_> = needed
         .iter()
-        .filter(|(k, s)| !replies.contains_key(&(*k, s.to_string())))
+        .filter(|(k, s)| !replies.contains_key(&(k.to_string(), s.to_string())))
         .collect();
     assert!(
         missing.is_empty(),

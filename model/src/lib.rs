@@ -6,9 +6,13 @@
 //! breadth-first search that merges symmetric states ([`symmetry`]: clients, and
 //! Redlock's independent masters) and reports the shortest counterexample to each
 //! property ([`search`]), re-checked against the model ([`recheck`]); seeded random
-//! walks ([`walk`]) for spaces beyond exhaustive reach.
+//! walks ([`walk`]) for spaces beyond exhaustive reach. Scripts of custom locks run in
+//! an embedded Lua 5.1 ([`lua`]) whose `redis.call` reaches the abstract Redis by
+//! command name ([`call`]).
 
+pub mod call;
 pub mod client;
+pub mod lua;
 pub mod model;
 pub mod recheck;
 pub mod redis;

@@ -319,6 +319,10 @@ impl LockModel {
             cfg.renewal_on_error = r.renewal_on_error;
             cfg.watchdog = r.watchdog;
         }
+        if let Some(lock) = &scenario.lock {
+            cfg.custom = Some(std::sync::Arc::new(lock.lock.clone()));
+            cfg.renew_every = lock.every.map(u64::from);
+        }
         Self::with_config(scenario, cfg)
     }
 

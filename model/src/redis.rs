@@ -1,10 +1,10 @@
 //! The abstract Redis node: strings, hashes, INCR, GETSET, TTL on the node's logical
-//! clock, and scripts through [`Script::run`], the semantics written beside each Lua text.
+//! clock, and scripts, whose Lua text runs in the model's interpreter ([`crate::lua`]).
 //!
 //! Each entry remembers which client last wrote it (`owner`): ghost state, invisible to
 //! the designs, that the `owner_only_release` property reads.
 
-use locklab::{Command, Reply, Script, ScriptHost};
+use locklab::{Command, Reply};
 
 /// A value: a string or a hash of fields to counts (all locklab ever stores).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -94,7 +94,54 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
+    /// The node clock `ms` ticks from now (saturating: a lease that never ends).
+    pub(crate) fn deadline(&self, ms: u64) -> i64 {
+        self.clock
+            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX))
+    }
+
+    /// The hash under `key`: `None` when missing, `WRONGTYPE` for a string.
+    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(String, i64)>>, String> {
+        match self.data.entry(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::Hash(h)) => Ok(Some(h)),
+            Some(Value::Str(_)) => Err(wrongtype()),
+        }
+    }
+
+    /// `HSET key field n` for one field: whether the field is new. A new key is this
+    /// client's entry, as `HINCRBY` makes it.
+    pub(crate) fn set_field(&mut self, key: &str, field: &str, n: i64) -> Result<bool, String> {
+        let had = self
+            .hash(key)?
+            .is_some_and(|h| h.iter().any(|(f, _)| f == field));
+        let old = if had { self.hincrby(key, field, 0)? } else { 0 };
+        self.hincrby(key, field, n - old)?;
+        Ok(!had)
+    }
+
+    /// `HDEL key field ...`: how many fields went; the key goes with its last field.
+    pub(crate) fn remove_fields(&mut self, key: &str, fields: &[&str]) -> Result<i64, String> {
+        if self.hash(key)?.is_none() {
+            return Ok(0);
+        }
+        let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = self.data.entry_mut(key)
+        else {
+            return Ok(0);
+        };
+        let before = h.len();
+        h.retain(|(f, _)| !fields.contains(&f.as_str()));
+        let removed = before - h.len();
+        if h.is_empty() {
+            self.del(key);
+        }
+        Ok(i64::try_from(removed).unwrap_or(i64::MAX))
+    }
+
+    pub(crate) fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
         if let Some(old) = self.data.entry(key) {
             self.effect.displaced.push(old.owner);
         }
@@ -152,8 +199,8 @@ impl<'a> Exec<'a> {
                 self.write(key, Value::Str(value.clone()), None);
                 old.map_or(Reply::Nil, Reply::Bulk)
             })),
-            Command::Del { key } => Reply::Int(ScriptHost::del(self, key)),
-            Command::PExpire { key, ms } => Reply::Int(ScriptHost::pexpire(self, key, *ms)),
+            Command::Del { key } => Reply::Int(self.del(key)),
+            Command::PExpire { key, ms } => Reply::Int(self.pexpire(key, *ms)),
             Command::Incr { key } => r(self.string(key).and_then(|v| {
                 let n = match v {
                     None => 0,
@@ -174,11 +221,11 @@ impl<'a> Exec<'a> {
                 Ok(Reply::Int(n))
             })),
             Command::Eval { script, keys, args } => {
-                let script: Script = *script;
-                script.run(self, keys, args)
+                crate::lua::eval(self, script.lua(), keys, args)
             }
             // WAIT is answered by the model, which knows the replicas.
             Command::Wait { .. } => Reply::Int(0),
+            Command::Call { args } => self.call(args),
         }
     }
 }
@@ -187,12 +234,16 @@ fn wrongtype() -> String {
     "WRONGTYPE Operation against a key holding the wrong kind of value".to_string()
 }
 
-impl ScriptHost for Exec<'_> {
-    fn get(&self, key: &str) -> Result<Option<String>, String> {
+/// The commands scripts and [`Exec::call`] share, each with the meaning of the Redis
+/// command of the same name.
+impl Exec<'_> {
+    /// `GET key`: `Err` with a `WRONGTYPE` message when the key holds a hash.
+    pub fn get(&self, key: &str) -> Result<Option<String>, String> {
         self.string(key)
     }
 
-    fn del(&mut self, key: &str) -> i64 {
+    /// `DEL key`: 1 when removed.
+    pub fn del(&mut self, key: &str) -> i64 {
         match self.data.remove(key) {
             Some(old) => {
                 self.effect.displaced.push(old.owner);
@@ -202,11 +253,13 @@ impl ScriptHost for Exec<'_> {
         }
     }
 
-    fn exists(&self, key: &str) -> bool {
+    /// `EXISTS key`.
+    pub fn exists(&self, key: &str) -> bool {
         self.data.entry(key).is_some()
     }
 
-    fn pexpire(&mut self, key: &str, ms: u64) -> i64 {
+    /// `PEXPIRE key ms`: 1 when the key exists.
+    pub fn pexpire(&mut self, key: &str, ms: u64) -> i64 {
         let at = self
             .clock
             .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
@@ -221,7 +274,8 @@ impl ScriptHost for Exec<'_> {
         }
     }
 
-    fn pttl(&self, key: &str) -> i64 {
+    /// `PTTL key`: -2 when missing, -1 without expiry.
+    pub fn pttl(&self, key: &str) -> i64 {
         match self.data.entry(key) {
             None => -2,
             Some(Entry {
@@ -234,7 +288,8 @@ impl ScriptHost for Exec<'_> {
         }
     }
 
-    fn hexists(&self, key: &str, field: &str) -> Result<bool, String> {
+    /// `HEXISTS key field`.
+    pub fn hexists(&self, key: &str, field: &str) -> Result<bool, String> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(false),
             Some(Value::Hash(h)) => Ok(h.iter().any(|(f, _)| f == field)),
@@ -242,7 +297,8 @@ impl ScriptHost for Exec<'_> {
         }
     }
 
-    fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, String> {
+    /// `HINCRBY key field by`: the new count.
+    pub fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, String> {
         let client = self.client;
         match self.data.entry_mut(key) {
             None => {
@@ -280,6 +336,7 @@ impl ScriptHost for Exec<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use locklab::Script;
 
     fn set(key: &str, v: &str, px: u64) -> Command {
         Command::SetNxPx {

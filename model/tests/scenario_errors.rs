@@ -77,7 +77,7 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             Some(Unknown),
             "scenarios/golden.toml:4: key `colour`: unknown key; valid top-level keys: name, \
              design, summary, fencing, wait_replicas, watchdog, renewal_on_error, topology, clients, \
-             timing, faults, expect",
+             timing, faults, expect, lock",
         ),
         (
             with("ttl", "tll = 4"),
@@ -248,7 +248,7 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             Some(UnknownDesign),
             "scenarios/golden.toml:2: key `design`: unknown design `redlok`; known designs: \
              naive-setnx, exists-set, setnx-expire, getset-timestamp, set-px-del, set-px-get-del, \
-             get-expire-renewal, lua-release, watchdog, reentrant, redlock",
+             get-expire-renewal, lua-release, watchdog, reentrant, redlock, custom",
         ),
         (
             with("fencing", "fencing = \"reads\""),
@@ -313,6 +313,148 @@ fn every_kind_of_mistake_has_its_exact_message() {
         }
     }
     assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+/// A valid custom lock; each case below changes one line of it.
+const CUSTOM: &str = r#"name = "golden"
+design = "custom"
+
+[lock]
+acquire = { command = ["SET", "{key}", "{token}", "NX", "PX", "{ttl}"], granted = "OK" }
+release = { script = """
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('del', KEYS[1])
+end
+return 0
+""", keys = ["{key}"], args = ["{token}"], released = 1 }
+renew = { script = "return redis.call('pexpire', KEYS[1], ARGV[2])", keys = ["{key}"], args = ["{token}", "{ttl}"], renewed = 1, every = 2 }
+
+[clients]
+count = 2
+
+[timing]
+ttl = 4
+work = 1
+max_step_delay = 1
+horizon = 10
+
+[expect]
+mutual_exclusion = "holds"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "holds"
+"#;
+
+/// `CUSTOM` with `from` replaced by `to` (the first occurrence, which must exist).
+fn custom_with(from: &str, to: &str) -> String {
+    assert!(CUSTOM.contains(from), "CUSTOM has no {from:?}");
+    CUSTOM.replacen(from, to, 1)
+}
+
+fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
+    use KeyErrorKind::*;
+    vec![
+        // A command the abstract Redis does not implement, inside a script: the file
+        // line of the script line that names it.
+        (
+            custom_with(
+                "redis.call('del', KEYS[1])",
+                "redis.call('unlink', KEYS[1])",
+            ),
+            InvalidValue,
+            "scenarios/golden.toml:8: key `lock.release.script`: line 2 of the script: command \
+             `unlink` is not implemented by the model's abstract Redis; it implements GET, SET, \
+             SETNX, GETSET, DEL, EXISTS, INCR, PEXPIRE, PTTL, HEXISTS, HINCRBY, HGET, HSET, HDEL",
+        ),
+        // ... and as a command.
+        (
+            custom_with("[\"SET\", \"{key}\"", "[\"SETEX\", \"{key}\""),
+            InvalidValue,
+            "scenarios/golden.toml:5: key `lock.acquire.command`: command `SETEX` counts \
+             seconds; use PEXPIRE/PTTL/SET PX, in milliseconds, the unit of {ttl}",
+        ),
+        // A Lua syntax error: the file line of the script's line.
+        (
+            custom_with("end\nreturn 0", "return 0"),
+            InvalidValue,
+            "scenarios/golden.toml:9: key `lock.release.script`: Lua syntax error at line 3 of \
+             the script: 'end' expected (to close 'if' at line 1) near 'return'",
+        ),
+        // A step without its success reply.
+        (
+            custom_with(", granted = \"OK\"", ""),
+            Missing,
+            "scenarios/golden.toml:5: key `lock.acquire.granted`: required key is missing from \
+             [lock.acquire]; write the reply that means success: a string (\"OK\"), an integer, \
+             or \"nil\"",
+        ),
+        // A misspelt placeholder.
+        (
+            custom_with("args = [\"{token}\"]", "args = [\"{tokn}\"]"),
+            InvalidValue,
+            "scenarios/golden.toml:11: key `lock.release.args`: unknown placeholder `{tokn}` in \
+             \"{tokn}\"; placeholders: {key}, {token}, {ttl}",
+        ),
+        // A misspelt step key.
+        (
+            custom_with("renewed = 1", "renwed = 1"),
+            Unknown,
+            "scenarios/golden.toml:12: key `lock.renew.renwed`: unknown key; valid keys in \
+             [lock.renew]: command, script, keys, args, renewed, every",
+        ),
+        (
+            custom_with(
+                "[lock]\n",
+                "[lock]\nrelase = { command = [\"DEL\", \"{key}\"] }\n",
+            ),
+            Unknown,
+            "scenarios/golden.toml:5: key `lock.relase`: unknown key; valid keys in [lock]: \
+             acquire, release, renew",
+        ),
+        // Both a command and a script.
+        (
+            custom_with(
+                "renew = { script",
+                "renew = { command = [\"PEXPIRE\", \"{key}\", \"{ttl}\"], script",
+            ),
+            InvalidValue,
+            "scenarios/golden.toml:12: key `lock.renew.script`: a step is a command or a script, \
+             not both",
+        ),
+        // [lock] for a built-in design.
+        (
+            custom_with("design = \"custom\"", "design = \"lua-release\""),
+            InvalidValue,
+            "scenarios/golden.toml:4: key `lock`: [lock] gives a custom lock's steps; design \
+             `lua-release` has its own: set design = \"custom\" or remove [lock]",
+        ),
+    ]
+}
+
+#[test]
+fn every_custom_lock_mistake_has_its_exact_message() {
+    assert!(Scenario::parse(CUSTOM, FILE).is_ok_and(|s| s.lock.is_some()));
+    let mut wrong = Vec::new();
+    for (text, kind, expected) in custom_cases() {
+        let err = error(&text);
+        if err.to_string() != expected || err.kind() != Some(kind) {
+            wrong.push(format!(
+                "expected {kind:?} {expected}\n   found {:?} {err}",
+                err.kind()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_custom_design_needs_its_lock() {
+    let text = BASE.replace("design = \"lua-release\"", "design = \"custom\"");
+    assert_eq!(
+        error(&text).to_string(),
+        "scenarios/golden.toml:1: key `lock`: design `custom` needs a [lock] table with acquire \
+         and release steps"
+    );
 }
 
 #[test]

@@ -10,6 +10,7 @@
 //! `READONLY` reply, so that the next command goes to whichever node Sentinel has
 //! promoted meanwhile.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -116,9 +117,15 @@ impl std::fmt::Debug for Node {
     }
 }
 
-/// The redis-rs script objects, one per locklab script (EVALSHA with a NOSCRIPT
-/// fallback to SCRIPT LOAD is redis-rs' own).
-fn redis_script(script: Script) -> &'static redis::Script {
+/// The redis-rs script object (text and SHA1) of a locklab script: the built-ins made
+/// once, a custom one per call. [`Node::execute`] sends its EVALSHA and, on NOSCRIPT,
+/// its SCRIPT LOAD.
+fn redis_script(script: &Script) -> Cow<'static, redis::Script> {
+    if let Script::Custom(custom) = script {
+        // redis-rs hashes the text once per object; a custom lock's scripts are few and
+        // short, so making the object per call costs a SHA-1 of a few hundred bytes.
+        return Cow::Owned(redis::Script::new(&custom.text));
+    }
     static SCRIPTS: OnceLock<Vec<redis::Script>> = OnceLock::new();
     let all = SCRIPTS.get_or_init(|| {
         Script::ALL
@@ -128,9 +135,9 @@ fn redis_script(script: Script) -> &'static redis::Script {
     });
     let i = Script::ALL
         .iter()
-        .position(|s| *s == script)
-        .expect("every script is in Script::ALL");
-    &all[i]
+        .position(|s| s == script)
+        .expect("every built-in script is in Script::ALL");
+    Cow::Borrowed(&all[i])
 }
 
 impl Node {
@@ -379,7 +386,7 @@ impl Node {
         };
         let result = match command {
             Command::Eval { script, keys, args } => {
-                let script = redis_script(*script);
+                let script = redis_script(script);
                 let started = tokio::time::Instant::now();
                 let (count, bytes) = keys
                     .iter()
@@ -484,7 +491,7 @@ impl Node {
 }
 
 /// The command's name, for timeout errors.
-fn command_name(command: &Command) -> &'static str {
+fn command_name(command: &Command) -> &str {
     match command {
         Command::SetNx { .. } => "SETNX",
         Command::SetNxPx { .. } => "SET",
@@ -497,6 +504,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Incr { .. } => "INCR",
         Command::Eval { .. } => "EVALSHA",
         Command::Wait { .. } => "WAIT",
+        Command::Call { args } => args.first().map_or("", String::as_str),
     }
 }
 
@@ -536,6 +544,12 @@ pub(crate) fn value_to_reply(value: Value) -> Result<Reply, String> {
             Some(detail) if !detail.is_empty() => format!("{} {detail}", e.code()),
             _ => e.code().to_string(),
         }),
+        Value::Array(items) => Reply::Array(
+            items
+                .into_iter()
+                .map(value_to_reply)
+                .collect::<Result<_, _>>()?,
+        ),
         other => return Err(format!("{other:?}")),
     })
 }
@@ -561,13 +575,17 @@ mod tests {
             value_to_reply(Value::BulkString(b"tok".to_vec())),
             Ok(Reply::Bulk("tok".into()))
         );
-        assert!(value_to_reply(Value::Array(vec![])).is_err());
+        assert_eq!(
+            value_to_reply(Value::Array(vec![Value::Int(1), Value::Nil])),
+            Ok(Reply::Array(vec![Reply::Int(1), Reply::Nil]))
+        );
+        assert!(value_to_reply(Value::Map(vec![])).is_err());
     }
 
     #[test]
     fn every_script_has_a_redis_script() {
         for s in Script::ALL {
-            assert_eq!(redis_script(s).get_hash().len(), 40);
+            assert_eq!(redis_script(&s).get_hash().len(), 40);
         }
     }
 

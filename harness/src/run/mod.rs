@@ -116,6 +116,7 @@ struct Expiry {
 pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     let mut cfg = LockModel::new(scenario).cfg;
     cfg.ttl = u64::from(scenario.timing.ttl) * tick_ms;
+    cfg.renew_every = cfg.renew_every.map(|ticks| ticks * tick_ms);
     cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
     // WAIT must not outlast a tick: the model answers it within one step.
     cfg.wait_timeout_ms = (tick_ms / 5).max(5);
@@ -138,6 +139,9 @@ pub struct Run {
     tick: u32,
     tick_started: Instant,
     next_token: u32,
+    /// Every acquire's token and its client, to tell whose entry a custom lock's key
+    /// holds.
+    tokens: Vec<(String, usize)>,
     steps: usize,
     /// Per node: the client whose command last wrote the lock entry (ghost state, as
     /// the model's entry owner, kept from the replies of the commands).
@@ -225,6 +229,7 @@ impl Run {
             tick: 0,
             tick_started: now,
             next_token: 0,
+            tokens: Vec::new(),
             steps: 0,
             owner: vec![None; nodes],
             seen: vec![None; nodes],
@@ -364,6 +369,7 @@ impl Run {
                 let c = c as usize;
                 self.next_token += 1;
                 let token = format!("t{}", self.next_token);
+                self.tokens.push((token.clone(), c));
                 let now = self.clock(c);
                 let cl = &mut self.clients[c];
                 let s = self
@@ -627,6 +633,12 @@ impl Run {
             return Ok(());
         }
         let node = usize::from(f.node);
+        let custom = self.is_custom(&f.command);
+        let before = if custom {
+            self.key_holder(node).await
+        } else {
+            Err(())
+        };
         let answer: Result<Reply, String> = if f.node == serving[m] {
             self.clients[c]
                 .send(m)
@@ -643,7 +655,12 @@ impl Run {
             }
         };
         if let Ok(reply) = &answer {
-            self.track_owner(c, m, node, &f.command, reply);
+            if custom {
+                let after = self.key_holder(node).await;
+                self.track_custom_owner(c, node, before, after);
+            } else {
+                self.track_owner(c, m, node, &f.command, reply);
+            }
         }
         let paused = self.clients[c].gate.is_paused();
         let (reply, error) = match &answer {
@@ -776,6 +793,92 @@ impl Run {
         if created {
             self.owner[node] = Some(c);
         }
+    }
+
+    /// Whether `command` is a custom lock's step on the lock key: its effect on the key
+    /// cannot be told from its reply, so the key is read before and after it.
+    fn is_custom(&self, command: &Command) -> bool {
+        let custom = matches!(
+            command,
+            Command::Call { .. }
+                | Command::Eval {
+                    script: locklab::Script::Custom(_),
+                    ..
+                }
+        );
+        custom && command.keys().contains(&self.cfg.key.as_str())
+    }
+
+    /// Whose token the lock key on `node` holds (as its string value or as a field of
+    /// its hash); `Err` when the node cannot be read.
+    async fn key_holder(&self, node: usize) -> Result<Option<usize>, ()> {
+        let key = self.cfg.key.as_str();
+        let n = self.nemesis.node(node);
+        let kind = n.command(&["TYPE", key]).await.map_err(|_| ())?;
+        let holds: Vec<String> = match kind {
+            redis::Value::SimpleString(t) if t == "string" => {
+                match n.command(&["GET", key]).await {
+                    Ok(redis::Value::BulkString(b)) => {
+                        vec![String::from_utf8_lossy(&b).into_owned()]
+                    }
+                    Ok(_) => Vec::new(),
+                    Err(_) => return Err(()),
+                }
+            }
+            redis::Value::SimpleString(t) if t == "hash" => {
+                match n.command(&["HKEYS", key]).await {
+                    Ok(redis::Value::Array(fields)) => fields
+                        .into_iter()
+                        .filter_map(|f| match f {
+                            redis::Value::BulkString(b) => {
+                                Some(String::from_utf8_lossy(&b).into_owned())
+                            }
+                            _ => None,
+                        })
+                        .collect(),
+                    Ok(_) => Vec::new(),
+                    Err(_) => return Err(()),
+                }
+            }
+            _ => Vec::new(),
+        };
+        Ok(self
+            .tokens
+            .iter()
+            .find(|(token, _)| holds.contains(token))
+            .map(|(_, c)| *c))
+    }
+
+    /// The ghost owner after a custom step of client `c`, from the key read before and
+    /// after it: an entry of another client that is gone or now someone else's was
+    /// removed or overwritten by the step. (A lease that runs out in the milliseconds
+    /// between the read and the step would be blamed on the step; the model's tick is
+    /// far longer.)
+    fn track_custom_owner(
+        &mut self,
+        c: usize,
+        node: usize,
+        before: Result<Option<usize>, ()>,
+        after: Result<Option<usize>, ()>,
+    ) {
+        let (Ok(before), Ok(after)) = (before, after) else {
+            return;
+        };
+        if let Some(owner) = before.filter(|&o| after != Some(o)) {
+            self.record(Event::Displaced { node, by: c, owner });
+            if owner != c {
+                self.line(
+                    client_name(c),
+                    format!(
+                        "removed or overwrote the lock entry {} wrote on {}",
+                        client_name(owner),
+                        node_name(node)
+                    ),
+                    None,
+                );
+            }
+        }
+        self.owner[node] = after;
     }
 
     /// A step of the critical-section program: read or write the stock, release, re-enter.

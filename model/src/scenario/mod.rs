@@ -18,7 +18,7 @@
 //! - `design` (string, required): a design id (`naive-setnx`, `setnx-expire`,
 //!   `exists-set`, `getset-timestamp`, `set-px-del`, `set-px-get-del`,
 //!   `get-expire-renewal`, `lua-release`,
-//!   `watchdog`, `reentrant`, `redlock`).
+//!   `watchdog`, `reentrant`, `redlock`), or `custom` with a `[lock]` table.
 //! - `summary` (string, default `""`): one sentence saying what the scenario shows.
 //! - `fencing` (boolean or string, default `false`): `true` or `"all"` fences every
 //!   access, `"writes"` only writes, `false` or `"off"` none.
@@ -72,6 +72,12 @@
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
 //! `owner_only_release`, `no_orphaned_lock`, `resource_safety`.
 //!
+//! `[lock]` (design `custom` only; see `lock.rs`): `acquire` and `release` (required)
+//! and `renew`, each `{ command = [...] }` or `{ script = "...", keys = [...], args =
+//! [...] }` with its success reply `granted`, `released` or `renewed` (a string, an
+//! integer or `"nil"`); `renew.every` in ticks (default ttl/3). Placeholders `{key}`,
+//! `{token}`, `{ttl}`.
+//!
 //! # Modules
 //!
 //! - this one: the types a loaded scenario is made of, and the functions that load it;
@@ -80,11 +86,13 @@
 //! - `read`: reading one key of one table: unknown, missing and mistyped keys, words
 //!   (`fencing`, `arrival`, ...);
 //! - `ranges`: integers and the range each number key accepts;
+//! - `lock`: `[lock]`, a custom lock's steps, its scripts compiled and scanned;
 //! - `load`: files and directories;
 //! - `error`: [`ScenarioError`], one line naming file, line and key.
 
 mod error;
 mod load;
+mod lock;
 mod parse;
 mod ranges;
 mod read;
@@ -95,6 +103,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use locklab::design::custom::{Action, CustomLock, Expected, LockStep};
 use locklab::{DesignId, Fencing, RenewalOnError};
 use serde::{Serialize, Serializer};
 
@@ -161,6 +170,9 @@ pub struct Scenario {
     pub faults: Faults,
     /// `[expect]`.
     pub expect: Expect,
+    /// `[lock]`: the steps of design `custom` (`None` for the built-in designs).
+    #[serde(skip_serializing_if = "Option::is_none", serialize_with = "lock_json")]
+    pub lock: Option<ScenarioLock>,
     /// The file this scenario was read from (as given, not canonicalized).
     pub path: PathBuf,
 }
@@ -432,6 +444,47 @@ impl Expect {
 
 fn design_str<S: Serializer>(design: &DesignId, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_str(design.as_str())
+}
+
+/// `[lock]`: a custom lock, and how often it renews.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScenarioLock {
+    /// The steps.
+    pub lock: CustomLock,
+    /// `renew.every`, in ticks; `None`: every ttl/3.
+    pub every: Option<u32>,
+}
+
+fn step_json(step: &LockStep) -> serde_json::Value {
+    let success = match &step.success {
+        Expected::Str(s) => serde_json::Value::from(s.as_str()),
+        Expected::Int(i) => serde_json::Value::from(*i),
+        Expected::Nil => serde_json::Value::from("nil"),
+    };
+    match &step.action {
+        Action::Command(words) => serde_json::json!({ "command": words, "success": success }),
+        Action::Script { script, keys, args } => serde_json::json!({
+            "script": &*script.text, "keys": keys, "args": args, "success": success,
+        }),
+    }
+}
+
+fn lock_json<S: Serializer>(lock: &Option<ScenarioLock>, serializer: S) -> Result<S::Ok, S::Error> {
+    let Some(l) = lock else {
+        return serializer.serialize_none();
+    };
+    let mut json = serde_json::json!({
+        "acquire": step_json(&l.lock.acquire),
+        "release": step_json(&l.lock.release),
+    });
+    if let Some(renew) = &l.lock.renew {
+        let mut renew = step_json(renew);
+        if let Some(every) = l.every {
+            renew["every"] = every.into();
+        }
+        json["renew"] = renew;
+    }
+    json.serialize(serializer)
 }
 
 /// How a renewing design renews.

@@ -10,6 +10,7 @@ use locklab::DesignId;
 use toml::de::DeTable;
 
 use super::error::{column_at, line_at};
+use super::lock::LOCK_KEYS;
 use super::read::{Field, Section};
 use super::{
     Clients, Expect, Faults, KeyErrorKind, Renewal, Scenario, ScenarioError, Timing, Topology,
@@ -30,6 +31,7 @@ const TOP_KEYS: &[&str] = &[
     "timing",
     "faults",
     "expect",
+    "lock",
 ];
 const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion", "sentinels"];
 const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
@@ -121,6 +123,7 @@ impl Parser<'_> {
         let timing = self.section(&root, "timing", TIMING_KEYS)?;
         let faults = self.section(&root, "faults", &FAULTS_KEYS)?;
         let expect = self.section(&root, "expect", EXPECT_KEYS)?;
+        let lock = self.section(&root, "lock", LOCK_KEYS)?;
         for section in [&topology, &clients, &timing, &faults, &expect] {
             self.check_unknown(section)?;
         }
@@ -170,6 +173,20 @@ impl Parser<'_> {
         let timing = self.timing(&timing, design)?;
         let faults = self.faults(&faults, topology.replicas)?;
         let expect = self.expect(&expect)?;
+        let lock = match (design, lock.table) {
+            (DesignId::Custom, _) => Some(self.lock(&lock)?),
+            (_, None) => None,
+            (_, Some(_)) => {
+                return Err(self.err(
+                    lock.line,
+                    "lock".into(),
+                    KeyErrorKind::InvalidValue,
+                    format!(
+                        "[lock] gives a custom lock's steps; design `{design}` has its own: set design = \"custom\" or remove [lock]"
+                    ),
+                ))
+            }
+        };
 
         Ok(Scenario {
             name: name.value,
@@ -183,6 +200,7 @@ impl Parser<'_> {
             timing,
             faults,
             expect,
+            lock,
             path: self.path.to_path_buf(),
         })
     }

@@ -43,7 +43,11 @@ impl Parser<'_> {
     }
 
     /// A non-negative integer that fits a `u32`, if the key is given.
-    fn u32_opt(&self, section: &Section<'_, '_>, key: &str) -> Result<Option<Field<u32>>> {
+    pub(super) fn u32_opt(
+        &self,
+        section: &Section<'_, '_>,
+        key: &str,
+    ) -> Result<Option<Field<u32>>> {
         let Some(field) = self.uint(section, key)? else {
             return Ok(None);
         };

@@ -1,0 +1,323 @@
+//! `[lock]`: a custom lock's steps (design `custom`). Each step is one command or one
+//! Lua script with the reply that means success; everything a mistake can hide in is
+//! checked here, at load time: unknown keys, a step with both or neither of `command`
+//! and `script`, a command the abstract Redis does not implement (also inside a script,
+//! from its literal `redis.call('X'` names), a Lua syntax error (the file line of the
+//! script's line), a missing success reply, a misspelt placeholder.
+
+use std::sync::Arc;
+
+use locklab::design::custom::{Action, CustomLock, Expected, LockStep, PLACEHOLDERS};
+use locklab::CustomScript;
+use toml::de::DeValue;
+
+use super::parse::{Parser, Result};
+use super::read::{Field, Section};
+use super::{KeyErrorKind, ScenarioError, ScenarioLock};
+use crate::{call, lua};
+
+pub(super) const LOCK_KEYS: &[&str] = &["acquire", "release", "renew"];
+const ACQUIRE_KEYS: &[&str] = &["command", "script", "keys", "args", "granted"];
+const RELEASE_KEYS: &[&str] = &["command", "script", "keys", "args", "released"];
+const RENEW_KEYS: &[&str] = &["command", "script", "keys", "args", "renewed", "every"];
+
+impl Parser<'_> {
+    /// `[lock]`, for design `custom`.
+    pub(super) fn lock(&self, lock: &Section<'_, '_>) -> Result<ScenarioLock> {
+        if lock.table.is_none() {
+            return Err(self.err(
+                1,
+                "lock".into(),
+                KeyErrorKind::Missing,
+                "design `custom` needs a [lock] table with acquire and release steps",
+            ));
+        }
+        self.check_unknown(lock)?;
+        let acquire_section = self.step_section(lock, "acquire", "lock.acquire", ACQUIRE_KEYS)?;
+        let release_section = self.step_section(lock, "release", "lock.release", RELEASE_KEYS)?;
+        let acquire = self.step(lock, &acquire_section, "acquire", "granted")?;
+        let release = self.step(lock, &release_section, "release", "released")?;
+        let (renew, every) = match lock.get("renew") {
+            None => (None, None),
+            Some(_) => {
+                let section = self.step_section(lock, "renew", "lock.renew", RENEW_KEYS)?;
+                let renew = self.step(lock, &section, "renew", "renewed")?;
+                let every = self.u32_opt(&section, "every")?;
+                if let Some(every) = &every {
+                    self.at_least(&section, "every", every, 1)?;
+                }
+                (Some(renew), every.map(|f| f.value))
+            }
+        };
+        Ok(ScenarioLock {
+            lock: CustomLock {
+                acquire,
+                release,
+                renew,
+            },
+            every,
+        })
+    }
+
+    fn step_section<'a, 'i>(
+        &self,
+        lock: &Section<'a, 'i>,
+        key: &str,
+        name: &'static str,
+        valid: &'static [&'static str],
+    ) -> Result<Section<'a, 'i>> {
+        let Some(entry) = lock.get(key) else {
+            return Err(self.missing(lock, key, ""));
+        };
+        let DeValue::Table(table) = entry.get_ref() else {
+            return Err(self.wrong_type(
+                lock,
+                key,
+                entry,
+                "a table ({ command = [...] } or { script = \"...\", keys = [...], args = [...] })",
+            ));
+        };
+        let section = Section {
+            name,
+            table: Some(table),
+            line: self.line(&entry.span()),
+            valid,
+        };
+        self.check_unknown(&section)?;
+        Ok(section)
+    }
+
+    /// One step: its action and its success reply (key `success`).
+    fn step(
+        &self,
+        lock: &Section<'_, '_>,
+        section: &Section<'_, '_>,
+        name: &str,
+        success: &str,
+    ) -> Result<LockStep> {
+        let command = self.strings(section, "command")?;
+        let script = self.string(section, "script")?;
+        let keys = self.strings(section, "keys")?;
+        let args = self.strings(section, "args")?;
+        if let (Some(_), Some(script)) = (&command, &script) {
+            return Err(self.err(
+                script.line,
+                section.dotted("script"),
+                KeyErrorKind::InvalidValue,
+                "a step is a command or a script, not both",
+            ));
+        }
+        let action = match (command, script) {
+            (Some(command), None) => {
+                for (key, field) in [("keys", &keys), ("args", &args)] {
+                    if let Some(field) = field {
+                        return Err(self.err(
+                            field.line,
+                            section.dotted(key),
+                            KeyErrorKind::InvalidValue,
+                            format!("{key} go with a script; a command writes its arguments in `command`"),
+                        ));
+                    }
+                }
+                self.command_words(section, &command)?;
+                Action::Command(command.value)
+            }
+            (None, Some(script)) => {
+                self.script_text(section, &script)?;
+                let mut fields = Vec::new();
+                for (key, field) in [("keys", keys), ("args", args)] {
+                    let field = field.unwrap_or(Field {
+                        value: Vec::new(),
+                        line: section.line,
+                    });
+                    self.placeholders(section, key, &field)?;
+                    fields.push(field.value);
+                }
+                let [keys, args] = <[Vec<String>; 2]>::try_from(fields).expect("two fields");
+                Action::Script {
+                    script: CustomScript {
+                        name: Arc::from(name),
+                        text: Arc::from(script.value.as_str()),
+                    },
+                    keys,
+                    args,
+                }
+            }
+            (None, None) => {
+                return Err(self.err(
+                    section.line,
+                    lock.dotted(name),
+                    KeyErrorKind::Missing,
+                    "a step needs `command = [...]` or `script = \"...\"`",
+                ))
+            }
+            (Some(_), Some(_)) => unreachable!("refused above"),
+        };
+        let success = self.success(section, success)?;
+        Ok(LockStep { action, success })
+    }
+
+    /// The error for a required key that is missing, with `hint` appended.
+    fn missing(&self, section: &Section<'_, '_>, key: &str, hint: &str) -> ScenarioError {
+        match self.required(section, key, None::<Field<()>>) {
+            Err(ScenarioError::Key {
+                path,
+                line,
+                key,
+                kind,
+                message,
+            }) => ScenarioError::Key {
+                path,
+                line,
+                key,
+                kind,
+                message: message + hint,
+            },
+            Err(other) => other,
+            Ok(_) => unreachable!("a missing field is an error"),
+        }
+    }
+
+    /// An array of strings.
+    fn strings(&self, section: &Section<'_, '_>, key: &str) -> Result<Option<Field<Vec<String>>>> {
+        let Some(entry) = section.get(key) else {
+            return Ok(None);
+        };
+        let DeValue::Array(items) = entry.get_ref() else {
+            return Err(self.wrong_type(section, key, entry, "an array of strings"));
+        };
+        let mut value = Vec::new();
+        for item in items {
+            match item.get_ref() {
+                DeValue::String(s) => value.push(s.to_string()),
+                _ => return Err(self.wrong_type(section, key, item, "an array of strings")),
+            }
+        }
+        Ok(Some(Field {
+            value,
+            line: self.line(&entry.span()),
+        }))
+    }
+
+    /// A command: a known name first, placeholders spelt right.
+    fn command_words(&self, section: &Section<'_, '_>, command: &Field<Vec<String>>) -> Result<()> {
+        let bad = |message: String| {
+            self.err(
+                command.line,
+                section.dotted("command"),
+                KeyErrorKind::InvalidValue,
+                message,
+            )
+        };
+        let Some(name) = command.value.first() else {
+            return Err(bad(
+                "an empty command; write its name first, e.g. [\"SET\", \"{key}\", ...]".into(),
+            ));
+        };
+        if let Some(why) = call::refusal(name) {
+            return Err(bad(why));
+        }
+        self.placeholders(section, "command", command)
+    }
+
+    /// Every `{word}` is a known placeholder.
+    fn placeholders(
+        &self,
+        section: &Section<'_, '_>,
+        key: &str,
+        field: &Field<Vec<String>>,
+    ) -> Result<()> {
+        for s in &field.value {
+            let mut rest = s.as_str();
+            while let Some(open) = rest.find('{') {
+                let Some(close) = rest[open..].find('}') else {
+                    break;
+                };
+                let word = &rest[open + 1..open + close];
+                if !PLACEHOLDERS.contains(&word) {
+                    return Err(self.err(
+                        field.line,
+                        section.dotted(key),
+                        KeyErrorKind::InvalidValue,
+                        format!(
+                            "unknown placeholder `{{{word}}}` in \"{s}\"; placeholders: {}",
+                            PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+                        ),
+                    ));
+                }
+                rest = &rest[open + close + 1..];
+            }
+        }
+        Ok(())
+    }
+
+    /// A script compiles, and every command it names literally is implemented. Errors
+    /// name the file line of the script's line.
+    fn script_text(&self, section: &Section<'_, '_>, script: &Field<String>) -> Result<()> {
+        let first = self.script_first_line(section, script.line);
+        let at = |line: usize| first + line - 1;
+        if let Err(e) = lua::check(&script.value) {
+            return Err(self.err(
+                at(e.line),
+                section.dotted("script"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "Lua syntax error at line {} of the script: {}",
+                    e.line, e.message
+                ),
+            ));
+        }
+        for (name, line) in lua::called_commands(&script.value) {
+            if let Some(why) = call::refusal(&name) {
+                return Err(self.err(
+                    at(line),
+                    section.dotted("script"),
+                    KeyErrorKind::InvalidValue,
+                    format!("line {line} of the script: {why}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The file line of a script's first line: a multi-line string that opens with a
+    /// newline (`"""` at the end of the line) starts on the next one.
+    fn script_first_line(&self, section: &Section<'_, '_>, line: usize) -> usize {
+        let Some(entry) = section.get("script") else {
+            return line;
+        };
+        let raw = &self.text[entry.span()];
+        let opens_line = ["\"\"\"\n", "'''\n", "\"\"\"\r\n", "'''\r\n"]
+            .iter()
+            .any(|open| raw.starts_with(open));
+        line + usize::from(opens_line)
+    }
+
+    /// The success reply: a string, an integer, or "nil".
+    fn success(&self, section: &Section<'_, '_>, key: &str) -> Result<Expected> {
+        let Some(entry) = section.get(key) else {
+            return Err(self.missing(
+                section,
+                key,
+                "; write the reply that means success: a string (\"OK\"), an integer, or \"nil\"",
+            ));
+        };
+        match entry.get_ref() {
+            DeValue::String(s) if s == "nil" => Ok(Expected::Nil),
+            DeValue::String(s) => Ok(Expected::Str(s.to_string())),
+            DeValue::Integer(int) => i128::from_str_radix(int.as_str(), int.radix())
+                .ok()
+                .and_then(|n| i64::try_from(n).ok())
+                .map(Expected::Int)
+                .ok_or_else(|| {
+                    self.err(
+                        self.line(&entry.span()),
+                        section.dotted(key),
+                        KeyErrorKind::InvalidValue,
+                        format!("`{}` is not a 64-bit integer", int.as_str()),
+                    )
+                }),
+            _ => Err(self.wrong_type(section, key, entry, "a string, an integer or \"nil\"")),
+        }
+    }
+}

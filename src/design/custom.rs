@@ -1,0 +1,190 @@
+//! `custom`: a lock a team brings, given as Redis commands and Lua scripts (a scenario's
+//! `[lock]` table): an acquire, a release and an optional renewal, each one command or
+//! one script, with the reply that means success.
+//!
+//! The machine knows nothing of what the steps do: it sends each step with the
+//! placeholders filled in (`{key}`, `{token}`, `{ttl}`) and compares the reply with the
+//! one the lock's author wrote down. Whether that is a safe lock is what the model
+//! checker finds out, by running the very text (scripts in its Lua interpreter).
+
+use std::sync::Arc;
+
+use crate::command::{Command, Reply};
+use crate::machine::{
+    no_renewal, Answer, Denied, Grant, LockConfig, Millis, NoAnswer, Outcome, Phase, Protocol, Step,
+};
+use crate::script::{CustomScript, Script};
+
+/// The placeholders a step may use, each in braces.
+pub const PLACEHOLDERS: [&str; 3] = ["key", "token", "ttl"];
+
+/// A custom lock: the steps and what their replies mean.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CustomLock {
+    /// Takes the lock; `granted` is its success reply.
+    pub acquire: LockStep,
+    /// Gives it back; `released` is its success reply.
+    pub release: LockStep,
+    /// Extends the lease while held (`renewed`); `None`: the lease is never renewed.
+    pub renew: Option<LockStep>,
+}
+
+/// One step: what to send and the reply that means it worked.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LockStep {
+    /// The command or script.
+    pub action: Action,
+    /// The success reply; any other reply is a failure.
+    pub success: Expected,
+}
+
+/// What a step sends. Every string may hold placeholders.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// One command, word by word.
+    Command(Vec<String>),
+    /// A Lua script with its `KEYS` and `ARGV`.
+    Script {
+        /// The script, named after the step.
+        script: CustomScript,
+        /// `KEYS`.
+        keys: Vec<String>,
+        /// `ARGV`.
+        args: Vec<String>,
+    },
+}
+
+/// A success reply as a scenario writes it: a string, an integer or `"nil"`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expected {
+    /// A status or bulk string (`"OK"` is the status reply `+OK`).
+    Str(String),
+    /// An integer.
+    Int(i64),
+    /// The nil reply (a script's `nil` or `false`).
+    Nil,
+}
+
+impl Expected {
+    /// Whether `reply` is this one.
+    pub fn matches(&self, reply: &Reply) -> bool {
+        match (self, reply) {
+            (Expected::Str(s), Reply::Ok) => s == "OK",
+            (Expected::Str(s), Reply::Bulk(b)) => s == b,
+            (Expected::Int(i), Reply::Int(r)) => i == r,
+            (Expected::Nil, Reply::Nil) => true,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Expected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Expected::Str(s) => write!(f, "\"{s}\""),
+            Expected::Int(i) => write!(f, "{i}"),
+            Expected::Nil => f.write_str("nil"),
+        }
+    }
+}
+
+/// `text` with each placeholder replaced.
+fn fill(text: &str, cfg: &LockConfig, token: &str) -> String {
+    if !text.contains('{') {
+        return text.to_string();
+    }
+    text.replace("{key}", &cfg.key)
+        .replace("{token}", token)
+        .replace("{ttl}", &cfg.ttl.to_string())
+}
+
+impl LockStep {
+    /// The command this step sends for the holder of `token`.
+    pub fn command(&self, cfg: &LockConfig, token: &str) -> Command {
+        let fill_all = |v: &[String]| v.iter().map(|s| fill(s, cfg, token)).collect();
+        match &self.action {
+            Action::Command(words) => Command::Call {
+                args: fill_all(words),
+            },
+            Action::Script { script, keys, args } => Command::Eval {
+                script: Script::Custom(script.clone()),
+                keys: fill_all(keys),
+                args: fill_all(args),
+            },
+        }
+    }
+}
+
+/// The machine of a custom lock.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Custom {
+    phase: Phase,
+}
+
+fn lock(cfg: &LockConfig) -> &Arc<CustomLock> {
+    cfg.custom
+        .as_ref()
+        .expect("design `custom` runs with LockConfig::custom set")
+}
+
+impl Protocol for Custom {
+    fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
+        self.phase = Phase::acquiring(token, now);
+        Step::send(lock(cfg).acquire.command(cfg, token))
+    }
+
+    fn release(&mut self, cfg: &LockConfig, _now: Millis) -> Step {
+        self.phase
+            .start_release(|g| lock(cfg).release.command(cfg, &g.token))
+    }
+
+    fn renew(&mut self, cfg: &LockConfig, now: Millis) -> Step {
+        match &lock(cfg).renew {
+            Some(renew) => self
+                .phase
+                .start_renew(now, |g| renew.command(cfg, &g.token)),
+            None => no_renewal(),
+        }
+    }
+
+    fn on_answer(&mut self, cfg: &LockConfig, _node: usize, answer: Answer, _now: Millis) -> Step {
+        let lock = lock(cfg);
+        match &self.phase {
+            Phase::Acquiring { token, started, .. } => match answer {
+                Ok(reply) if lock.acquire.success.matches(&reply) => {
+                    let (token, end) = (token.clone(), cfg.lease_end(*started));
+                    self.phase.hold(token, Some(end), 1)
+                }
+                Ok(_) => self
+                    .phase
+                    .idle(Outcome::Denied(Denied::Held { pttl: None })),
+                // Maybe taken, maybe not: a lease the step set runs out by itself.
+                Err(NoAnswer) => self
+                    .phase
+                    .idle(Outcome::Denied(Denied::Unavailable { node: 0 })),
+            },
+            Phase::Releasing { .. } => match answer {
+                Ok(reply) if lock.release.success.matches(&reply) => {
+                    self.phase.idle(Outcome::Released { holds_left: 0 })
+                }
+                Ok(_) => self.phase.idle(Outcome::NotHeld),
+                Err(NoAnswer) => self.phase.idle(Outcome::Unavailable { node: 0 }),
+            },
+            Phase::Renewing { .. } => {
+                let renewed = lock.renew.as_ref().map(|r| &r.success);
+                self.phase.finish_renew_when(cfg, answer, |reply| {
+                    renewed.is_some_and(|success| success.matches(reply))
+                })
+            }
+            _ => Step::default(),
+        }
+    }
+
+    fn busy(&self) -> bool {
+        self.phase.busy()
+    }
+
+    fn grant(&self) -> Option<&Grant> {
+        self.phase.grant()
+    }
+}
