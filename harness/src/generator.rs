@@ -13,10 +13,10 @@
 //! stretch in which the clients are busy (measured by a first walk without faults), and
 //! from that step on the walk takes an allowed action of that kind as soon as there is
 //! one **aimed at a hold**: a client fault (pause, crash, partition, lost reply, clock
-//! jump) strikes a client that holds the lock, a node fault (failover, restart, clock
-//! jump) comes while some client holds it (a failover only while the replica it promotes
-//! missed a write; replication waits while a failover is due), and only while another
-//! client may still try.
+//! jump) strikes a client that holds the lock (a crash or a lost reply also one that is
+//! acquiring it), a node fault (failover, restart, clock jump) comes while some client
+//! holds it (a failover only while the replica it promotes missed a write; replication
+//! waits while a failover is due), and only while another client may still try.
 //! That is where a lock breaks; a fault between holds, or after the last contender is
 //! done, tests nothing. A fault that finds no such hold within the busy stretch after its
 //! step, or once no client is left to contend, strikes unaimed. A pause or a partition
@@ -190,10 +190,15 @@ fn aimed(state: &State, fault: &Action) -> bool {
                 j != holder && matches!(other.phase, Phase::Idle | Phase::Acquiring)
             })
         };
+    // A crash or a lost reply also breaks a lock mid-acquire (between SETNX and EXPIRE,
+    // or on the reply of the SET that took it); the other faults strike a holder.
+    let mid_acquire = matches!(fault, Action::Crash(_) | Action::LoseReply(..));
     let held = match fault.client() {
         Some(c) => {
             let c = usize::from(c);
-            state.clients.get(c).is_some_and(|client| client.holding()) && contender(c)
+            state.clients.get(c).is_some_and(|client| {
+                client.holding() || (mid_acquire && client.phase == Phase::Acquiring)
+            }) && contender(c)
         }
         None => state
             .clients
