@@ -9,8 +9,8 @@
 //! run past the bound meanwhile); a cut link or a dead node answers neither leg, and the
 //! running client's timeout fires ([`Action::Timeout`]), also for a command that ran.
 //! A crashed client's requests already sent still reach their nodes; their replies
-//! are read by nobody. No partial-order reduction: a reply may be read in any order with
-//! every other step, as the shortest counterexamples need (docs/ARCHITECTURE.md).
+//! are read by nobody. Reduction: a reply that has come back is read before any other
+//! client's or node's step (they commute with it); the tick and faults stay offered.
 //! Faults are actions the checker may choose at any point within the budget.
 
 use locklab::resource::Stock;
@@ -830,8 +830,27 @@ impl Model for LockModel {
         if self.tick_enabled(s) {
             out.push(Action::Tick);
         }
+        let start = out.len();
         for i in 0..s.clients.len() {
             self.client_actions(s, i, out);
+        }
+        // Reduction: a reply that has come back is read before any other client or node
+        // step of its tick. Those steps neither read the receiving client's machine nor
+        // change its reply, so they give the same states in the other order; what does
+        // interact with it stays offered: the tick (the reply may wait past it) and
+        // every fault (a pause holds it, a cut or a crash loses it).
+        if out[start..]
+            .iter()
+            .any(|a| matches!(a, Action::Receive(..)))
+        {
+            let mut k = start;
+            for j in start..out.len() {
+                if matches!(out[j], Action::Receive(..)) {
+                    out.swap(k, j);
+                    k += 1;
+                }
+            }
+            out.truncate(k);
         }
         self.fault_actions(s, out);
     }

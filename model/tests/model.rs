@@ -495,20 +495,3 @@ resource_safety = "holds"
     let broken = search(&with(0), &opts(true, None), |_| {});
     assert!(broken.counterexample(Property::MutualExclusion).is_some());
 }
-
-/// A reply waiting to be read holds no other client back: the search must see the
-/// other client's step before the read as well as after it (the read and the step may
-/// fall in different ticks, so neither order stands for the other).
-#[test]
-fn a_waiting_reply_holds_no_other_client_back() {
-    use locklab_model::model::Action;
-    let model = LockModel::new(&scenario("wait", "lua-release", 3, 8, ""));
-    let mut state = model.init_states().remove(0);
-    for action in [Action::Acquire(0), Action::Deliver(0, 0)] {
-        state = model.next_state(&state, action).expect("applies");
-    }
-    let mut offered = Vec::new();
-    model.actions(&state, &mut offered);
-    assert!(offered.contains(&Action::Receive(0, 0)), "{offered:?}");
-    assert!(offered.contains(&Action::Acquire(1)), "{offered:?}");
-}
