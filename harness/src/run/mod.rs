@@ -287,6 +287,23 @@ impl Run {
         self.history.push(ms, event);
     }
 
+    /// Client `by` removed or changed the lock entry `owner` wrote on `node`: recorded
+    /// for the checker, and named on the timeline when it was another client's.
+    fn displaced(&mut self, node: usize, by: usize, owner: usize) {
+        self.record(Event::Displaced { node, by, owner });
+        if owner != by {
+            self.line(
+                client_name(by),
+                format!(
+                    "removed or overwrote the lock entry {} wrote on {}",
+                    client_name(owner),
+                    node_name(node)
+                ),
+                None,
+            );
+        }
+    }
+
     fn line(&mut self, actor: String, event: String, reply: Option<String>) {
         let ms = self.elapsed_ms();
         self.timeline.push(TimelineEntry {
@@ -775,18 +792,7 @@ impl Run {
         }
         if removed || overwrote {
             if let Some(owner) = self.owner[node] {
-                self.record(Event::Displaced { node, by: c, owner });
-                if owner != c {
-                    self.line(
-                        client_name(c),
-                        format!(
-                            "removed or overwrote the lock entry {} wrote on {}",
-                            client_name(owner),
-                            node_name(node)
-                        ),
-                        None,
-                    );
-                }
+                self.displaced(node, c, owner);
             }
             self.owner[node] = None;
         }
@@ -865,18 +871,7 @@ impl Run {
             return;
         };
         if let Some(owner) = before.filter(|&o| after != Some(o)) {
-            self.record(Event::Displaced { node, by: c, owner });
-            if owner != c {
-                self.line(
-                    client_name(c),
-                    format!(
-                        "removed or overwrote the lock entry {} wrote on {}",
-                        client_name(owner),
-                        node_name(node)
-                    ),
-                    None,
-                );
-            }
+            self.displaced(node, c, owner);
         }
         self.owner[node] = after;
     }
