@@ -633,7 +633,10 @@ async fn wait_for_a_present_replica_succeeds() {
     let a = LockBuilder::lua_release()
         .key(&key)
         .node(&url)
-        .ttl(ms(TTL))
+        // The lease must outlive the longest WAIT: a replica still in its first sync
+        // on a loaded machine can hold WAIT past a short ttl, and the lock would expire
+        // before the release this test makes.
+        .ttl(ms(10_000))
         .wait_replicas(1)
         // WAIT returns as soon as the replica acknowledges, and blocks up to its timeout
         // otherwise: a long one only costs time on a loaded machine, where the replica
