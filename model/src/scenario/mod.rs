@@ -29,6 +29,10 @@
 //! - `renewal_on_error` (string, default `"stop"`; designs that renew only): what the
 //!   watchdog does after a renewal that got no answer. `"stop"`: it renews that hold no
 //!   more, as Redisson's watchdog; `"retry"`: it tries again at the next interval.
+//! - `reduction` (string, default `"none"`): `"none"` searches every interleaving;
+//!   `"receive_first"` reads a reply before the other client and node steps of its
+//!   tick, a reduction not proven sound (docs/ARCHITECTURE.md, "Model semantics"), for
+//!   spaces the plain search cannot reach.
 //!
 //! `[topology]`:
 //! - `masters` (default 1): independent masters; more than 1 only for `redlock`; at most 7.
@@ -173,8 +177,41 @@ pub struct Scenario {
     /// `[lock]`: the steps of design `custom` (`None` for the built-in designs).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "lock_json")]
     pub lock: Option<ScenarioLock>,
+    /// `reduction`: `"receive_first"` lets the search read a reply before the other
+    /// steps of its tick, a reduction not proven sound (docs/ARCHITECTURE.md, "Model
+    /// semantics"), for spaces the plain search cannot reach; `"none"` (the default)
+    /// searches every interleaving.
+    #[serde(skip_serializing_if = "Reduction::is_none")]
+    pub reduction: Reduction,
     /// The file this scenario was read from (as given, not canonicalized).
     pub path: PathBuf,
+}
+
+/// `reduction`: what the search may leave out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reduction {
+    /// Every interleaving (the default): "holds" is a proof within the bounds.
+    #[default]
+    None,
+    /// A reply that has come back is read before the other client and node steps of its
+    /// tick. Not proven sound with time: it never searches "another step in tick t, the
+    /// reply read in tick t+1", which made four shortest counterexamples one step longer.
+    ReceiveFirst,
+}
+
+impl Reduction {
+    /// Its value in a scenario file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reduction::None => "none",
+            Reduction::ReceiveFirst => "receive_first",
+        }
+    }
+
+    fn is_none(&self) -> bool {
+        *self == Reduction::None
+    }
 }
 
 /// `[topology]`: how many Redis nodes and how they relate.
@@ -455,18 +492,22 @@ pub struct ScenarioLock {
     pub every: Option<u32>,
 }
 
-fn step_json(step: &LockStep) -> serde_json::Value {
-    let success = match &step.success {
+/// One `[lock]` step as its file writes it; `success` is the key of its success reply
+/// (`granted`, `released`, `renewed`), so that the JSON reads back as the same scenario.
+fn step_json(step: &LockStep, success: &str) -> serde_json::Value {
+    let reply = match &step.success {
         Expected::Str(s) => serde_json::Value::from(s.as_str()),
         Expected::Int(i) => serde_json::Value::from(*i),
         Expected::Nil => serde_json::Value::from("nil"),
     };
-    match &step.action {
-        Action::Command(words) => serde_json::json!({ "command": words, "success": success }),
+    let mut json = match &step.action {
+        Action::Command(words) => serde_json::json!({ "command": words }),
         Action::Script { script, keys, args } => serde_json::json!({
-            "script": &*script.text, "keys": keys, "args": args, "success": success,
+            "script": &*script.text, "keys": keys, "args": args,
         }),
-    }
+    };
+    json[success] = reply;
+    json
 }
 
 fn lock_json<S: Serializer>(lock: &Option<ScenarioLock>, serializer: S) -> Result<S::Ok, S::Error> {
@@ -474,11 +515,11 @@ fn lock_json<S: Serializer>(lock: &Option<ScenarioLock>, serializer: S) -> Resul
         return serializer.serialize_none();
     };
     let mut json = serde_json::json!({
-        "acquire": step_json(&l.lock.acquire),
-        "release": step_json(&l.lock.release),
+        "acquire": step_json(&l.lock.acquire, "granted"),
+        "release": step_json(&l.lock.release, "released"),
     });
     if let Some(renew) = &l.lock.renew {
-        let mut renew = step_json(renew);
+        let mut renew = step_json(renew, "renewed");
         if let Some(every) = l.every {
             renew["every"] = every.into();
         }
