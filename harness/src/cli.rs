@@ -154,7 +154,7 @@ pub struct SoakArgs {
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
-    /// Scenario files or directories of them [default: scenarios/].
+    /// Scenario files or directories of them [default: scenarios/ and examples/custom/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Output directory (traces go to DIR/traces/, replays are read from DIR/replays/).

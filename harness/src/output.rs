@@ -15,7 +15,8 @@
 //!       "states": 1234, "unique_states": 567, "seconds": 0.01, "depth": 14,
 //!       "complete": true, "purchased": true, "first_counterexample_seconds": 0.001,
 //!       "error": null, "strategy": "exhaustive", "walks": null, "seed": null,
-//!       "fingerprint_collision_probability": 8.7e-15 }
+//!       "fingerprint_collision_probability": 8.7e-15,
+//!       "reductions": ["symmetry", "receive_first"] }
 //!   ]
 //! }
 //! ```
@@ -121,5 +122,6 @@ fn scenario(o: &ScenarioOutcome) -> Value {
             Strategy::Exhaustive => None,
         },
         "fingerprint_collision_probability": o.collision_probability,
+        "reductions": o.reductions,
     })
 }

@@ -154,6 +154,23 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
             collision_probability(outcomes)
         );
     }
+    let with = |r: &str| {
+        outcomes
+            .iter()
+            .filter(|o| o.reductions.contains(&r))
+            .count()
+    };
+    if with("symmetry") > 0 {
+        let _ = write!(out, "; symmetry reduction");
+    }
+    let unproven = with("receive_first");
+    if unproven > 0 {
+        let _ = write!(
+            out,
+            "; receive_first reduction (not proven sound) in {unproven} scenario{}",
+            if unproven == 1 { "" } else { "s" }
+        );
+    }
     out.push('\n');
     out
 }

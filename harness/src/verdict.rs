@@ -114,6 +114,9 @@ pub struct ScenarioOutcome {
     pub strategy: Strategy,
     /// Birthday bound on a fingerprint collision in the visited set (0 for walks).
     pub collision_probability: f64,
+    /// The state-space reductions the search ran with (each tested against the plain
+    /// search in model/tests/model.rs).
+    pub reductions: Vec<&'static str>,
 }
 
 impl ScenarioOutcome {
@@ -219,7 +222,27 @@ pub fn outcome(
         attempt_after_loss: r.coverage.attempt_after_loss,
         strategy: r.strategy,
         collision_probability: r.collision_probability(),
+        reductions: reductions(model, options, r.strategy),
     }
+}
+
+/// The reductions an exhaustive search ran with: `symmetry` (states equal up to a
+/// renaming of clients or interchangeable masters) and `receive_first` (a reply read
+/// before the other steps of its tick; docs/ARCHITECTURE.md, "Model semantics"). Walks
+/// keep no visited set, so symmetry plays no part in them.
+pub fn reductions(
+    model: &LockModel,
+    options: &SearchOptions,
+    strategy: Strategy,
+) -> Vec<&'static str> {
+    let mut r = Vec::new();
+    if options.symmetry && strategy == Strategy::Exhaustive {
+        r.push("symmetry");
+    }
+    if model.reduced() {
+        r.push("receive_first");
+    }
+    r
 }
 
 /// 0 when every verdict matches, else 1.

@@ -77,7 +77,7 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             Some(Unknown),
             "scenarios/golden.toml:4: key `colour`: unknown key; valid top-level keys: name, \
              design, summary, fencing, wait_replicas, watchdog, renewal_on_error, topology, clients, \
-             timing, faults, expect, lock",
+             timing, faults, expect, lock, reduction",
         ),
         (
             with("ttl", "tll = 4"),
@@ -108,6 +108,17 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             with("design", "design = 3"),
             Some(WrongType),
             "scenarios/golden.toml:2: key `design`: expected a string, found an integer",
+        ),
+        (
+            with("fencing", "fencing = false\nreduction = \"por\""),
+            Some(InvalidValue),
+            "scenarios/golden.toml:4: key `reduction`: `por` is not a reduction; use \"none\" \
+             or \"receive_first\"",
+        ),
+        (
+            with("fencing", "fencing = false\nreduction = true"),
+            Some(WrongType),
+            "scenarios/golden.toml:4: key `reduction`: expected a string, found a boolean",
         ),
         (
             with("fencing", "fencing = 1"),

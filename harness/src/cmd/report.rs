@@ -15,7 +15,7 @@
 //! `bench*.md` are never written here.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::check::check_all;
 use crate::cli::ReportArgs;
@@ -26,10 +26,19 @@ use crate::search::search_options;
 use crate::verdict::exit_code;
 use crate::Failure;
 
+/// What the gallery shows by default: the shipped scenarios, and the custom locks of
+/// `examples/custom/` (a team's own commands and Lua scripts, checked as deployed).
+pub const GALLERY: [&str; 2] = ["scenarios", "examples/custom"];
+
 /// `locklab report`: returns the exit status (as `check`: 1 when a verdict differs
 /// from its expectation; the pages are written either way).
 pub fn run(args: &ReportArgs) -> Result<i32, Failure> {
-    let mut scenarios = load(&args.paths)?;
+    let paths = if args.paths.is_empty() {
+        GALLERY.iter().map(PathBuf::from).collect()
+    } else {
+        args.paths.clone()
+    };
+    let mut scenarios = load(&paths)?;
     // Design order, then name: the matrix groups the designs.
     scenarios.sort_by(|a, b| (a.design, &a.name).cmp(&(b.design, &b.name)));
     let options = search_options(&args.search);

@@ -32,6 +32,7 @@ const TOP_KEYS: &[&str] = &[
     "faults",
     "expect",
     "lock",
+    "reduction",
 ];
 const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion", "sentinels"];
 const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
@@ -149,6 +150,7 @@ impl Parser<'_> {
             .map(|f| f.value)
             .unwrap_or_default();
         let fencing = self.fencing(&root)?;
+        let reduction = self.reduction(&root)?;
         let wait_replicas = self.u32_or(&root, "wait_replicas", 0)?;
         let watchdog = self.watchdog(&root, design)?;
         let renewal_on_error = self.renewal_on_error(&root, design)?;
@@ -201,6 +203,7 @@ impl Parser<'_> {
             faults,
             expect,
             lock,
+            reduction,
             path: self.path.to_path_buf(),
         })
     }

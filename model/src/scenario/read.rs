@@ -7,7 +7,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::parse::{Parser, Result};
-use super::{Arrival, Expectation, KeyErrorKind, Promotion, ScenarioError};
+use super::{Arrival, Expectation, KeyErrorKind, Promotion, Reduction, ScenarioError};
 
 type Entry<'i> = Spanned<DeValue<'i>>;
 
@@ -184,6 +184,23 @@ impl Parser<'_> {
                 )),
             },
             _ => Err(self.wrong_type(root, "fencing", entry, "a boolean or a string (\"all\", \"writes\", \"off\")")),
+        }
+    }
+
+    /// `reduction`: `"none"` (the default) or `"receive_first"`.
+    pub(super) fn reduction(&self, root: &Section<'_, '_>) -> Result<Reduction> {
+        let Some(field) = self.string(root, "reduction")? else {
+            return Ok(Reduction::None);
+        };
+        match field.value.as_str() {
+            "none" => Ok(Reduction::None),
+            "receive_first" => Ok(Reduction::ReceiveFirst),
+            other => Err(self.err(
+                field.line,
+                "reduction".into(),
+                KeyErrorKind::InvalidValue,
+                format!("`{other}` is not a reduction; use \"none\" or \"receive_first\""),
+            )),
         }
     }
 
