@@ -18,6 +18,14 @@ fn scenario(name: &str) -> Scenario {
     Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// A team's own lock from `examples/custom/`.
+fn custom(name: &str) -> Scenario {
+    let path: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/custom")
+        .join(format!("{name}.toml"));
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 fn require_environment() {
     if let Err(e) = locklab_cluster::preflight() {
         panic!("cannot run the soak tests: {e}");
@@ -108,6 +116,27 @@ fn a_design_that_holds_shows_no_violation_in_a_short_soak() {
     assert!(last > 2500.0, "the soak stopped at {last} ms");
     assert!(o.counts.purchases > 5, "{:?}", o.counts);
     assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
+}
+
+#[test]
+fn a_custom_lock_runs_its_own_renewal_in_a_soak() {
+    require_environment();
+    // examples/custom/correct.toml: a 700 ms critical section under a 600 ms lease,
+    // kept by the team's compare-and-pexpire script. The driver runs those steps.
+    let sc = custom("correct");
+    let o = run(&sc, &SoakOptions::new(&sc, 3, 1));
+    assert!(o.counts.purchases > 1, "{:?}", o.counts);
+    assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
+    // The same lock without its renewal step: the lease runs out inside the critical
+    // section and the other client gets in.
+    let mut bare = sc.clone();
+    bare.lock.as_mut().unwrap().lock.renew = None;
+    let o = run(&bare, &SoakOptions::new(&bare, 3, 1));
+    assert!(
+        o.verdicts.violated(Property::MutualExclusion),
+        "no overlap without renewal: {:?}",
+        o.counts
+    );
 }
 
 #[test]

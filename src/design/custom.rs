@@ -88,6 +88,102 @@ impl std::fmt::Display for Expected {
     }
 }
 
+/// Why `text` cannot be filled in: its first `{word}` that is not one of
+/// [`PLACEHOLDERS`], named in a message. `None` when every placeholder is known.
+pub fn misspelt_placeholder(text: &str) -> Option<String> {
+    let mut rest = text;
+    while let Some(open) = rest.find('{') {
+        let close = rest[open..].find('}')?;
+        let word = &rest[open + 1..open + close];
+        if !PLACEHOLDERS.contains(&word) {
+            return Some(format!(
+                "unknown placeholder `{{{word}}}` in \"{text}\"; placeholders: {}",
+                PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
+            ));
+        }
+        rest = &rest[open + close + 1..];
+    }
+    None
+}
+
+impl CustomLock {
+    /// Every string of every step: the command words, or a script's keys and args.
+    fn strings(&self) -> impl Iterator<Item = &String> {
+        [
+            Some(&self.acquire),
+            Some(&self.release),
+            self.renew.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .flat_map(|step| match &step.action {
+            Action::Command(words) => words.iter().chain([].iter()),
+            Action::Script { keys, args, .. } => keys.iter().chain(args.iter()),
+        })
+    }
+
+    /// Why the driver cannot send these steps: an empty command, or a misspelt
+    /// placeholder. (A scenario file is checked further: its scripts compile and its
+    /// commands are ones the model implements.)
+    pub fn check(&self) -> Result<(), String> {
+        for (name, step) in [
+            ("acquire", Some(&self.acquire)),
+            ("release", Some(&self.release)),
+            ("renew", self.renew.as_ref()),
+        ] {
+            if let Some(LockStep {
+                action: Action::Command(words),
+                ..
+            }) = step
+            {
+                if words.is_empty() {
+                    return Err(format!("the {name} step is an empty command"));
+                }
+            }
+        }
+        match self.strings().find_map(|s| misspelt_placeholder(s)) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+}
+
+impl LockStep {
+    /// A step that sends one command, e.g. `["SET", "{key}", "{token}", "NX", "PX",
+    /// "{ttl}"]`, and succeeds on `success`.
+    pub fn command<S: Into<String>>(
+        words: impl IntoIterator<Item = S>,
+        success: Expected,
+    ) -> LockStep {
+        LockStep {
+            action: Action::Command(words.into_iter().map(Into::into).collect()),
+            success,
+        }
+    }
+
+    /// A step that runs a Lua script (named `name` in traces) with its `KEYS` and
+    /// `ARGV`, and succeeds on `success`.
+    pub fn script<K: Into<String>, A: Into<String>>(
+        name: &str,
+        text: &str,
+        keys: impl IntoIterator<Item = K>,
+        args: impl IntoIterator<Item = A>,
+        success: Expected,
+    ) -> LockStep {
+        LockStep {
+            action: Action::Script {
+                script: CustomScript {
+                    name: name.into(),
+                    text: text.into(),
+                },
+                keys: keys.into_iter().map(Into::into).collect(),
+                args: args.into_iter().map(Into::into).collect(),
+            },
+            success,
+        }
+    }
+}
+
 /// `text` with each placeholder replaced.
 fn fill(text: &str, cfg: &LockConfig, token: &str) -> String {
     if !text.contains('{') {
@@ -100,7 +196,7 @@ fn fill(text: &str, cfg: &LockConfig, token: &str) -> String {
 
 impl LockStep {
     /// The command this step sends for the holder of `token`.
-    pub fn command(&self, cfg: &LockConfig, token: &str) -> Command {
+    pub fn request(&self, cfg: &LockConfig, token: &str) -> Command {
         let fill_all = |v: &[String]| v.iter().map(|s| fill(s, cfg, token)).collect();
         match &self.action {
             Action::Command(words) => Command::Call {
@@ -130,19 +226,19 @@ fn lock(cfg: &LockConfig) -> &Arc<CustomLock> {
 impl Protocol for Custom {
     fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
         self.phase = Phase::acquiring(token, now);
-        Step::send(lock(cfg).acquire.command(cfg, token))
+        Step::send(lock(cfg).acquire.request(cfg, token))
     }
 
     fn release(&mut self, cfg: &LockConfig, _now: Millis) -> Step {
         self.phase
-            .start_release(|g| lock(cfg).release.command(cfg, &g.token))
+            .start_release(|g| lock(cfg).release.request(cfg, &g.token))
     }
 
     fn renew(&mut self, cfg: &LockConfig, now: Millis) -> Step {
         match &lock(cfg).renew {
             Some(renew) => self
                 .phase
-                .start_renew(now, |g| renew.command(cfg, &g.token)),
+                .start_renew(now, |g| renew.request(cfg, &g.token)),
             None => no_renewal(),
         }
     }

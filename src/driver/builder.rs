@@ -11,6 +11,7 @@ use super::error::LockError;
 use super::gate::PauseGate;
 use super::lock::{Lock, RetryPolicy};
 use super::node::{sentinel_key, Node, NodeTimeouts};
+use crate::design::CustomLock;
 use crate::design_id::DesignId;
 use crate::machine::{LockConfig, Millis, RenewalOnError};
 
@@ -22,15 +23,19 @@ pub(crate) fn is_safe(design: DesignId) -> bool {
     )
 }
 
-/// Whether the design has a renewal command the driver may send (the safe designs and
-/// the hand-rolled renewal pitfall).
-pub(crate) fn extends(design: DesignId) -> bool {
-    is_safe(design) || design.renews()
+/// Whether the lock has a renewal command the driver may send (the safe designs, the
+/// hand-rolled renewal pitfall, and a custom lock with a renewal step).
+pub(crate) fn extends(cfg: &LockConfig) -> bool {
+    match &cfg.custom {
+        Some(lock) => lock.renew.is_some(),
+        None => is_safe(cfg.design) || cfg.design.renews(),
+    }
 }
 
 /// Settings for a [`Lock`]. Start from a design ([`LockBuilder::lua_release`],
 /// [`watchdog`](LockBuilder::watchdog), [`reentrant`](LockBuilder::reentrant),
-/// [`redlock`](LockBuilder::redlock)), set at least the key and the node(s), then
+/// [`redlock`](LockBuilder::redlock)) or from a team's own lock
+/// ([`custom`](LockBuilder::custom)), set at least the key and the node(s), then
 /// [`build`](LockBuilder::build).
 ///
 /// Defaults: ttl 10 s, 3 retries 200 ms apart plus up to 100 ms of jitter, 250 ms per
@@ -60,6 +65,9 @@ pub struct LockBuilder {
     client_id: Option<String>,
     gate: PauseGate,
     connections: Option<Connections>,
+    /// The steps of design `custom`.
+    custom: Option<Arc<CustomLock>>,
+    renew_interval: Option<Duration>,
 }
 
 impl LockBuilder {
@@ -90,6 +98,8 @@ impl LockBuilder {
             client_id: None,
             gate: PauseGate::new(),
             connections: None,
+            custom: None,
+            renew_interval: None,
         }
     }
 
@@ -120,6 +130,44 @@ impl LockBuilder {
     /// `redlock`: the lock on N independent masters (give N node URLs), majority quorum.
     pub fn redlock() -> Self {
         LockBuilder::new(DesignId::Redlock)
+    }
+
+    /// `custom`: a team's own lock, its acquire, release and optional renewal given as
+    /// commands or Lua scripts with placeholders (`{key}`, `{token}`, `{ttl}`), each
+    /// with the reply that means success — the steps a scenario's `[lock]` table
+    /// gives, so the lock that `locklab check` verified is the one that runs. With a
+    /// renewal step, a task renews the lease while held, every ttl/3 unless
+    /// [`renew_interval`](Self::renew_interval) says otherwise.
+    ///
+    /// ```
+    /// use locklab::design::custom::{CustomLock, Expected, LockStep};
+    /// use locklab::driver::LockBuilder;
+    ///
+    /// const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
+    ///     return redis.call('del', KEYS[1]) end return 0";
+    /// let lock = CustomLock {
+    ///     acquire: LockStep::command(
+    ///         ["SET", "{key}", "{token}", "NX", "PX", "{ttl}"],
+    ///         Expected::Str("OK".into()),
+    ///     ),
+    ///     release: LockStep::script("release", RELEASE, ["{key}"], ["{token}"], Expected::Int(1)),
+    ///     renew: None,
+    /// };
+    /// let builder = LockBuilder::custom(lock).key("orders").node("redis://127.0.0.1:6379");
+    /// assert!(builder.config().is_ok());
+    /// ```
+    pub fn custom(lock: CustomLock) -> Self {
+        LockBuilder {
+            custom: Some(Arc::new(lock)),
+            ..LockBuilder::new(DesignId::Custom)
+        }
+    }
+
+    /// How often a renewing lock renews while held (default ttl/3, as Redisson's
+    /// watchdog); must be shorter than the ttl.
+    pub fn renew_interval(mut self, every: Duration) -> Self {
+        self.renew_interval = Some(every);
+        self
     }
 
     /// The design this builder builds.
@@ -304,12 +352,26 @@ impl LockBuilder {
 
     /// The [`LockConfig`] these settings give, checked.
     pub fn config(&self) -> Result<LockConfig, LockError> {
-        if !self.allow_pitfall && !is_safe(self.design) {
+        let bad = |m: String| Err(LockError::Config(m));
+        if self.design == DesignId::Custom {
+            match &self.custom {
+                None => {
+                    return bad(
+                        "design `custom` needs its steps: start from LockBuilder::custom(lock)"
+                            .into(),
+                    )
+                }
+                Some(lock) => {
+                    if let Err(why) = lock.check() {
+                        return bad(format!("custom lock: {why}"));
+                    }
+                }
+            }
+        } else if !self.allow_pitfall && !is_safe(self.design) {
             return Err(LockError::PitfallDesign {
                 design: self.design,
             });
         }
-        let bad = |m: String| Err(LockError::Config(m));
         let key = match &self.key {
             Some(k) if !k.is_empty() => k.clone(),
             _ => return bad("the lock needs a key: call .key(...)".into()),
@@ -357,6 +419,18 @@ impl LockBuilder {
             return bad(format!("the ttl ({ttl} ms) is too long"));
         };
         let mut cfg = LockConfig::new(self.design, key, ttl);
+        cfg.custom.clone_from(&self.custom);
+        if let Some(every) = self.renew_interval {
+            let ms = every.as_millis();
+            if ms == 0 || ms >= u128::from(cfg.ttl) {
+                return bad(format!(
+                    "the renewal interval must be at least 1 ms and shorter than the {} ms ttl, \
+                     got {every:?}",
+                    cfg.ttl
+                ));
+            }
+            cfg.renew_every = u64::try_from(ms).ok();
+        }
         cfg.masters = n;
         if let Some(f) = self.drift_factor {
             if !(0.0..1.0).contains(&f) {

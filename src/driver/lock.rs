@@ -424,7 +424,7 @@ impl Shared {
     /// Extend the lease (the `extend` call and the watchdog's renewal). `Ok` with the
     /// validity left.
     pub(crate) async fn renew(&self, session: &Arc<Session>) -> Result<Duration, LockError> {
-        if !super::builder::extends(self.cfg.design) {
+        if !super::builder::extends(&self.cfg) {
             return Err(LockError::Unsupported {
                 design: self.cfg.design,
                 what: "extend a lease",

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use locklab::design::CustomLock;
 use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
-use locklab::{DesignId, Fencing};
+use locklab::{DesignId, Fencing, RenewalOnError};
 use locklab_model::scenario::Scenario;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -41,6 +42,12 @@ pub struct Spec {
     pub wait_replicas: u32,
     /// Redlock's drift allowance in ms.
     pub drift_ms: u64,
+    /// Whether a renewing design renews while held (`false`: an explicit lease).
+    pub watchdog: bool,
+    pub renewal_on_error: RenewalOnError,
+    /// A custom lock's steps, and how often it renews (ms; `None`: ttl/3).
+    pub custom: Option<CustomLock>,
+    pub renew_every_ms: Option<u64>,
 }
 
 impl Spec {
@@ -56,6 +63,16 @@ impl Spec {
             fencing: scenario.fencing,
             wait_replicas: scenario.wait_replicas,
             drift_ms: u64::from(scenario.timing.drift_allowance).saturating_mul(tick_ms),
+            watchdog: scenario.renewal.is_none_or(|r| r.watchdog),
+            renewal_on_error: scenario
+                .renewal
+                .map_or(RenewalOnError::default(), |r| r.renewal_on_error),
+            custom: scenario.lock.as_ref().map(|l| l.lock.clone()),
+            renew_every_ms: scenario
+                .lock
+                .as_ref()
+                .and_then(|l| l.every)
+                .map(|every| u64::from(every).saturating_mul(tick_ms)),
         }
     }
 
@@ -67,13 +84,13 @@ impl Spec {
     }
 
     async fn build(&self, urls: &[String], id: &str, gate: &PauseGate) -> Result<Lock, LockError> {
-        let builder = if matches!(
-            self.design,
-            DesignId::LuaRelease | DesignId::Watchdog | DesignId::Reentrant | DesignId::Redlock
-        ) {
-            LockBuilder::new(self.design)
-        } else {
-            locklab::pitfalls::builder(self.design)
+        let builder = match (&self.custom, self.design) {
+            (Some(lock), _) => LockBuilder::custom(lock.clone()),
+            (
+                None,
+                DesignId::LuaRelease | DesignId::Watchdog | DesignId::Reentrant | DesignId::Redlock,
+            ) => LockBuilder::new(self.design),
+            (None, _) => locklab::pitfalls::builder(self.design),
         };
         let mut builder = builder
             .key(self.key.clone())
@@ -85,8 +102,13 @@ impl Spec {
             .fencing(self.fencing.enabled())
             .wait_replicas(self.wait_replicas)
             .wait_timeout(Duration::from_millis((self.tick_ms / 5).max(5)))
+            .watchdog_enabled(self.watchdog)
+            .renewal_on_error(self.renewal_on_error)
             .client_id(id)
             .pause_gate(gate.clone());
+        if let Some(every) = self.renew_every_ms {
+            builder = builder.renew_interval(Duration::from_millis(every));
+        }
         if self.design == DesignId::Redlock {
             builder = builder
                 .drift_factor(0.0)

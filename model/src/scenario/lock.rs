@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use locklab::design::custom::{Action, CustomLock, Expected, LockStep, PLACEHOLDERS};
+use locklab::design::custom::{misspelt_placeholder, Action, CustomLock, Expected, LockStep};
 use locklab::CustomScript;
 use toml::de::DeValue;
 
@@ -228,24 +228,13 @@ impl Parser<'_> {
         field: &Field<Vec<String>>,
     ) -> Result<()> {
         for s in &field.value {
-            let mut rest = s.as_str();
-            while let Some(open) = rest.find('{') {
-                let Some(close) = rest[open..].find('}') else {
-                    break;
-                };
-                let word = &rest[open + 1..open + close];
-                if !PLACEHOLDERS.contains(&word) {
-                    return Err(self.err(
-                        field.line,
-                        section.dotted(key),
-                        KeyErrorKind::InvalidValue,
-                        format!(
-                            "unknown placeholder `{{{word}}}` in \"{s}\"; placeholders: {}",
-                            PLACEHOLDERS.map(|p| format!("{{{p}}}")).join(", ")
-                        ),
-                    ));
-                }
-                rest = &rest[open + close + 1..];
+            if let Some(why) = misspelt_placeholder(s) {
+                return Err(self.err(
+                    field.line,
+                    section.dotted(key),
+                    KeyErrorKind::InvalidValue,
+                    why,
+                ));
             }
         }
         Ok(())
