@@ -66,8 +66,23 @@ impl Interpreter {
     }
 }
 
+/// A command a script called (its words) and the reply it got.
+pub type ScriptCall = (Vec<String>, Reply);
+
 thread_local! {
     static INTERPRETER: Interpreter = Interpreter::new();
+    /// While [`recording`] runs: every command a script calls, with its reply.
+    static RECORDING: RefCell<Option<Vec<ScriptCall>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` and returns, with its result, every command the scripts it ran called
+/// (`redis.call`, `redis.pcall`), in order, each with its reply: what a trace shows
+/// inside an `EVALSHA`. The search never records.
+pub fn recording<T>(f: impl FnOnce() -> T) -> (T, Vec<ScriptCall>) {
+    let outer = RECORDING.with_borrow_mut(|r| r.replace(Vec::new()));
+    let result = f();
+    let calls = RECORDING.with_borrow_mut(|r| std::mem::replace(r, outer));
+    (result, calls.unwrap_or_default())
 }
 
 /// A Lua syntax error: the line inside the script and Lua's message.
@@ -144,7 +159,13 @@ pub fn eval(exec: &mut Exec<'_>, text: &str, keys: &[String], args: &[String]) -
                     Ok(w) => w,
                     Err(e) => return to_lua(lua, &Reply::Error(e)),
                 };
-                to_lua(lua, &exec.call(&words))
+                let reply = exec.call(&words);
+                RECORDING.with_borrow_mut(|r| {
+                    if let Some(calls) = r {
+                        calls.push((words, reply.clone()));
+                    }
+                });
+                to_lua(lua, &reply)
             })?;
             let globals = lua.globals();
             globals.set("__locklab_call", call)?;

@@ -164,6 +164,10 @@ pub struct TraceStep {
     /// The reply was executed but is held: the client is paused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
+    /// The commands the executed script ran (`redis.call`), each with its reply:
+    /// `"DEL lock -> (integer) 1"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub script_calls: Vec<String>,
     /// Every command the step put in flight, follow-ups to a reply included.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sent: Vec<Sent>,
@@ -359,20 +363,35 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
         .collect()
 }
 
-/// The reply the node gives to a delivered request, found by running the very step on
-/// a copy of the state in which the client is paused: the model then keeps the reply in
-/// the flight instead of handing it to the client.
-fn delivered_reply(model: &LockModel, before: &State, c: u8, m: u8) -> Option<String> {
+/// The reply the node gives to a delivered request, and the commands its script ran,
+/// found by running the very step on a copy of the state in which the client is paused:
+/// the model then keeps the reply in the flight instead of handing it to the client.
+fn delivered_reply(
+    model: &LockModel,
+    before: &State,
+    c: u8,
+    m: u8,
+) -> (Option<String>, Vec<String>) {
     let mut paused = before.clone();
-    paused.clients.get_mut(c as usize)?.paused = true;
-    let next = model.next_state(&paused, Action::Deliver(c, m))?;
-    let flight = next
-        .clients
-        .get(c as usize)?
-        .flights
-        .get(m as usize)?
-        .as_ref()?;
-    flight.held.as_ref().map(|r| r.to_string())
+    let Some(client) = paused.clients.get_mut(c as usize) else {
+        return (None, Vec::new());
+    };
+    client.paused = true;
+    let (next, calls) = crate::lua::recording(|| model.next_state(&paused, Action::Deliver(c, m)));
+    let calls = calls
+        .into_iter()
+        .map(|(words, reply)| format!("{} -> {reply}", words.join(" ")))
+        .collect();
+    let reply = next.as_ref().and_then(|next| {
+        let flight = next
+            .clients
+            .get(c as usize)?
+            .flights
+            .get(m as usize)?
+            .as_ref()?;
+        flight.held.as_ref().map(|r| r.to_string())
+    });
+    (reply, calls)
 }
 
 fn join_commands(sent: &[Sent]) -> Option<String> {
@@ -415,9 +434,11 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
         let sent = new_flights(action, &state, &next);
         let flight = |c: u8, m: u8| state.clients[c as usize].flights[m as usize].clone();
         use Action::*;
+        let mut script_calls = Vec::new();
         let (command, reply, held) = match action {
             Deliver(c, m) => {
-                let reply = delivered_reply(model, &state, c, m);
+                let (reply, calls) = delivered_reply(model, &state, c, m);
+                script_calls = calls;
                 let held = !state.clients[c as usize].running();
                 (flight(c, m).map(|f| f.command.to_string()), reply, held)
             }
@@ -444,6 +465,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             command,
             reply,
             held,
+            script_calls,
             sent,
             after: snapshot(model, &next),
             broken: broken(model, &state, &next),
@@ -563,6 +585,9 @@ impl Trace {
                     None => String::new(),
                 };
                 let _ = writeln!(out, "            {command}{reply}");
+            }
+            for call in &step.script_calls {
+                let _ = writeln!(out, "              runs {call}");
             }
             let follow_ups: Vec<&Sent> = match told {
                 Told::Answer | Told::Timeout => step.sent.iter().collect(),

@@ -110,4 +110,24 @@ fn a_release_script_that_deletes_any_holder_breaks_owner_only_release() {
     let trace = locklab_model::trace::build(&LockModel::new(&sc), Property::OwnerOnlyRelease, path);
     let again = trace.scenario().unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again.lock, sc.lock);
+    // The step that runs the release shows what the script did inside Redis: the DEL
+    // of another client's entry, with its reply.
+    let last = trace.steps.last().expect("a step");
+    assert!(
+        last.command
+            .as_deref()
+            .is_some_and(|c| c.starts_with("EVALSHA")),
+        "{last:?}"
+    );
+    assert_eq!(last.script_calls, ["del lock -> (integer) 1"]);
+    assert!(trace.narrate().contains("runs del lock -> (integer) 1"));
+    // Steps that run no script show none.
+    assert!(
+        trace
+            .steps
+            .iter()
+            .filter(|s| s.script_calls.is_empty())
+            .count()
+            > 1
+    );
 }
