@@ -248,6 +248,13 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
              topology.replicas = 0 (got failovers = 1); add a replica or set failovers = 0",
         ),
         (
+            with("replicas", "replicas = 1\nsentinels = 3").replace("pauses = 1", "restarts = 1"),
+            Some(InvalidValue),
+            "scenarios/golden.toml:19: key `faults.restarts`: a replay scripts this fault without \
+             Sentinel, but topology.sentinels = 3; set sentinels = 0 (scripted promotion) or \
+             restarts = 0",
+        ),
+        (
             with("pauses", "split_brains = 2"),
             Some(InvalidValue),
             "scenarios/golden.toml:18: key `faults.split_brains`: must be 0 or 1 (got 2): a split \

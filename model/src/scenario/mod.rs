@@ -43,7 +43,9 @@
 //!   (all replicas have equal priority). Needs `replicas >= 1`.
 //! - `sentinels` (default 0): for replays on real Redis only (the model ignores it):
 //!   0, the harness scripts a failover's promotion; 1 to 7, Redis Sentinels watch the
-//!   master and promote the replica themselves. Needs `replicas >= 1`.
+//!   master and promote the replica themselves. Needs `replicas >= 1`, and no
+//!   `restarts` or `split_brains` (the harness scripts those without Sentinel, which
+//!   would act on them where the model does not).
 //!
 //! `[clients]`:
 //! - `count` (required): number of clients, 1 to 4.

@@ -173,7 +173,7 @@ impl Parser<'_> {
         }
         let clients = self.clients(&clients)?;
         let timing = self.timing(&timing, design)?;
-        let faults = self.faults(&faults, topology.replicas)?;
+        let faults = self.faults(&faults, &topology)?;
         let expect = self.expect(&expect)?;
         let lock = match (design, lock.table) {
             (DesignId::Custom, _) => Some(self.lock(&lock)?),
@@ -390,7 +390,8 @@ impl Parser<'_> {
     }
 
     /// `[faults]`.
-    fn faults(&self, faults: &Section<'_, '_>, replicas: u32) -> Result<Faults> {
+    fn faults(&self, faults: &Section<'_, '_>, topology: &Topology) -> Result<Faults> {
+        let replicas = topology.replicas;
         let budgets = FAULTS_KEYS
             .iter()
             .map(|key| self.u32_or(faults, key, 0))
@@ -423,6 +424,23 @@ impl Parser<'_> {
                 "a split brain promotes a replica, but topology.replicas = 0; add a replica or \
                  set split_brains = 0",
             ));
+        }
+        // With Sentinel watching, the harness scripts neither a second master nor a node
+        // that goes down and comes back: Sentinel would act on either (a restart that
+        // outlasts down-after-milliseconds is a failover) where the model does not.
+        for (key, budget) in [("split_brains", &split_brains), ("restarts", &restarts)] {
+            if budget.value > 0 && topology.sentinels > 0 {
+                return Err(self.err(
+                    budget.line,
+                    faults.dotted(key),
+                    KeyErrorKind::InvalidValue,
+                    format!(
+                        "a replay scripts this fault without Sentinel, but topology.sentinels = {}; \
+                         set sentinels = 0 (scripted promotion) or {key} = 0",
+                        topology.sentinels
+                    ),
+                ));
+            }
         }
         if failovers.value > 0 && replicas == 0 {
             return Err(self.err(
