@@ -140,6 +140,26 @@ fn a_custom_lock_runs_its_own_renewal_in_a_soak() {
 }
 
 #[test]
+fn acquires_that_wait_for_a_replica_get_it_and_survive_a_failover() {
+    require_environment();
+    // WAIT 1 with one replica: the replica replicates continuously, so acquires are
+    // acknowledged, and the replica promoted right after an acquire has the entry.
+    let sc = scenario("lua-release-failover-wait");
+    let mut options = SoakOptions::new(&sc, 5, 1);
+    options.first_fault = Some(Duration::from_millis(500));
+    let o = run(&sc, &options);
+    assert!(
+        o.faults.iter().any(|f| f.kind == "failover"),
+        "no failover: {:?}",
+        o.faults
+    );
+    // A replica kept off the network acknowledged nothing: 1 critical section in 185
+    // attempts over 5 s.
+    assert!(o.counts.purchases > 10, "{:?}", o.counts);
+    assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
+}
+
+#[test]
 fn the_soak_command_writes_the_history_and_the_timeline() {
     require_environment();
     let dir = std::env::temp_dir().join(format!("locklab-soak-test-{}", std::process::id()));

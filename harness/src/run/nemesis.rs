@@ -479,6 +479,23 @@ impl Nemesis {
         ))
     }
 
+    /// Replica `n` back on the cluster network for good: it replicates continuously
+    /// instead of catching up only when told (a soak whose acquires `WAIT` for
+    /// replicas: a replica kept off the network would never acknowledge).
+    pub async fn keep_in_sync(&mut self, n: usize) -> Result<String, ClusterError> {
+        if self.cut_off[n] {
+            self.node(n).connect_to_network().await?;
+            self.cut_off[n] = false;
+        }
+        self.node(n).wait_for_link_up(CATCH_UP).await?;
+        Ok(format!("node{} replicates continuously", n + 1))
+    }
+
+    /// Whether replica `n` is up and on the network, replicating as it goes.
+    pub fn in_sync(&self, n: usize) -> bool {
+        self.alive[n] && !self.cut_off[n]
+    }
+
     /// A killed node `n` comes back empty as a lagging replica of master slot `m`: a
     /// new container, off the network until its next [`Nemesis::catch_up`].
     pub async fn rejoin_as_replica(&mut self, n: usize, m: usize) -> Result<String, ClusterError> {

@@ -463,6 +463,11 @@ pub async fn soak(
         scenario.faults.clock_jumps > 0,
     )
     .await?;
+    let plan = nemesis::Plan::of(scenario, options);
+    let mut cluster = cluster;
+    for n in plan.in_sync_replicas() {
+        cluster.keep_in_sync(n).await?;
+    }
     let cluster_id = cluster.cluster().id().to_string();
     let urls: Vec<Vec<String>> = (0..n_clients)
         .map(|c| (0..masters).map(|m| cluster.link(c, m).url()).collect())
@@ -479,7 +484,6 @@ pub async fn soak(
         options.seed,
     ));
     let mut tasks = Tasks(Vec::new());
-    let plan = nemesis::Plan::of(scenario, options);
     let nemesis_task = tokio::spawn(nemesis::run(
         plan,
         cluster.clone(),

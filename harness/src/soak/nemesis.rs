@@ -20,7 +20,12 @@
 //!   (the lock entry they copied expires, as if they had copied its deletion), then
 //!   right after an acquire a replica is promoted, every client's link moves to it, and the old master
 //!   is `docker kill`ed; it comes back empty as a lagging replica for the next one
-//!   (`failovers`, with `replicas` at least 1);
+//!   (`failovers`, with `replicas` at least 1). When the scenario's acquires `WAIT` for
+//!   `wait_replicas` replicas, that many replicas of each master stay on the network and
+//!   replicate continuously (else no acquire would ever be acknowledged); the others
+//!   lag as above. The promoted replica is then one that lags if any does (aimed: it
+//!   missed the last acquire), or, with `promotion = "most-advanced"`, one in sync, as
+//!   Sentinel would choose;
 //! - `restart`: the serving master comes back empty (`restarts`);
 //! - `partition`: the holder's link proxy to a master is cut for the drawn length, or the
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
@@ -37,7 +42,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use locklab_model::scenario::Scenario;
+use locklab_model::scenario::{Promotion, Scenario};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -130,6 +135,10 @@ pub struct Plan {
     clock_jump_ms: i64,
     masters: usize,
     replicas: usize,
+    /// Replicas per master that replicate continuously (the scenario's `wait_replicas`).
+    in_sync: usize,
+    /// Sentinel's rule: only a replica in sync may be promoted.
+    most_advanced: bool,
     first_fault: Option<Duration>,
     lengths: (f64, f64),
 }
@@ -149,9 +158,18 @@ impl Plan {
             clock_jump_ms: i64::try_from(jump).unwrap_or(i64::MAX),
             masters: scenario.topology.masters as usize,
             replicas: scenario.topology.replicas as usize,
+            in_sync: (scenario.wait_replicas as usize).min(scenario.topology.replicas as usize),
+            most_advanced: scenario.topology.promotion == Promotion::MostAdvanced,
             first_fault: options.first_fault,
             lengths: options.fault_ttls,
         }
+    }
+
+    /// The replicas that replicate continuously from the start.
+    pub fn in_sync_replicas(&self) -> Vec<usize> {
+        (0..self.masters)
+            .flat_map(|m| (0..self.in_sync).map(move |j| self.masters + m * self.replicas + j))
+            .collect()
     }
 
     /// `lo..hi` ttls, drawn.
@@ -348,10 +366,24 @@ pub async fn run(
                     .choose(&mut rng)
                     .copied()
                     .unwrap_or(0);
-                let pick = rng.random_range(0..spare[m].len());
-                let r = spare[m].remove(pick);
+                // Aimed: a replica that lags (it will miss the next acquire), unless only
+                // one in sync may be promoted (Sentinel's rule) or none lags.
+                let (synced, lagging): (Vec<usize>, Vec<usize>) = {
+                    let nem = cluster.lock().await;
+                    spare[m].iter().partition(|&&n| nem.in_sync(n))
+                };
+                let pool = match (plan.most_advanced, synced.is_empty(), lagging.is_empty()) {
+                    (true, false, _) | (false, false, true) => synced,
+                    _ => lagging,
+                };
+                let r = pool[rng.random_range(0..pool.len())];
+                spare[m].retain(|&n| n != r);
                 // Replication catches up now; what comes after lags until the failover.
+                // (Replicas in sync need no catching up, and must stay on the network.)
                 for n in spare[m].iter().copied().chain([r]) {
+                    if cluster.lock().await.in_sync(n) {
+                        continue;
+                    }
                     let what = cluster.lock().await.catch_up(n, m).await?;
                     rec.push(Event::Fault {
                         what: format!("replication: {what}"),
@@ -377,6 +409,16 @@ pub async fn run(
                     what: format!("recovery: {what}"),
                 });
                 spare[m].push(old);
+                // Keep as many replicas in sync as the acquires WAIT for.
+                let mut nem = cluster.lock().await;
+                let synced = spare[m].iter().filter(|&&n| nem.in_sync(n)).count();
+                if synced < plan.in_sync {
+                    let what = nem.keep_in_sync(old).await?;
+                    rec.push(Event::Fault {
+                        what: format!("recovery: {what}"),
+                    });
+                }
+                drop(nem);
             }
         }
         let quiet = plan.ttls(&mut rng, 1.0, 3.0);
