@@ -18,8 +18,8 @@ fn workspace() -> PathBuf {
 }
 
 /// Files under `dir` by relative path, leaving out what `report` does not own:
-/// `replays/` (written by `locklab replay`), `bench*` files (the benchmarks) and
-/// `chaos.md` (figures of `locklab soak` runs).
+/// `replays/` (written by `locklab replay`), `bench*` files (the benchmarks),
+/// `chaos.md` and `soak/` (figures and timelines of `locklab soak` runs).
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for entry in fs::read_dir(dir).unwrap() {
@@ -29,7 +29,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            if rel == "replays" || rel.starts_with("bench") || rel == "chaos.md" {
+            if rel == "replays" || rel.starts_with("bench") || rel == "chaos.md" || rel == "soak" {
                 continue;
             }
             if path.is_dir() {
