@@ -4,7 +4,8 @@ use std::fmt::Write as _;
 
 use locklab_model::search::Strategy;
 
-use crate::verdict::{Found, ScenarioOutcome, Status};
+use crate::verdict::{Found, ScenarioOutcome, Status, SYMMETRY};
+use locklab_model::scenario::Reduction;
 
 const HEADER: [&str; 9] = [
     "RESULT", "SCENARIO", "PROPERTY", "EXPECTED", "FOUND", "STEPS", "STATES", "UNIQUE", "SECONDS",
@@ -160,14 +161,15 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
             .filter(|o| o.reductions.contains(&r))
             .count()
     };
-    if with("symmetry") > 0 {
-        let _ = write!(out, "; symmetry reduction");
+    if with(SYMMETRY) > 0 {
+        let _ = write!(out, "; {SYMMETRY} reduction");
     }
-    let unproven = with("receive_first");
+    let receive_first = Reduction::ReceiveFirst.as_str();
+    let unproven = with(receive_first);
     if unproven > 0 {
         let _ = write!(
             out,
-            "; receive_first reduction (not proven sound) in {unproven} scenario{}",
+            "; {receive_first} reduction (not proven sound) in {unproven} scenario{}",
             if unproven == 1 { "" } else { "s" }
         );
     }

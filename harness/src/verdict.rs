@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use locklab_model::model::{Action, FaultKind, LockModel};
-use locklab_model::scenario::{Expectation, Property, Scenario};
+use locklab_model::scenario::{Expectation, Property, Reduction, Scenario};
 use locklab_model::search::{SearchOptions, SearchResult, Strategy};
 use locklab_model::trace::{self, Trace};
 
@@ -226,6 +226,10 @@ pub fn outcome(
     }
 }
 
+/// The name of the symmetry reduction in [`ScenarioOutcome::reductions`]; the others
+/// are named by [`Reduction::as_str`].
+pub const SYMMETRY: &str = "symmetry";
+
 /// The reductions an exhaustive search ran with: `symmetry` (states equal up to a
 /// renaming of clients or interchangeable masters) and `receive_first` (a reply read
 /// before the other steps of its tick; docs/ARCHITECTURE.md, "Model semantics"). Walks
@@ -237,10 +241,10 @@ pub fn reductions(
 ) -> Vec<&'static str> {
     let mut r = Vec::new();
     if options.symmetry && strategy == Strategy::Exhaustive {
-        r.push("symmetry");
+        r.push(SYMMETRY);
     }
     if model.reduced() {
-        r.push("receive_first");
+        r.push(Reduction::ReceiveFirst.as_str());
     }
     r
 }
