@@ -1,12 +1,19 @@
 //! Conformance: the model's abstract Redis (`locklab_model::redis`, whose scripts run
-//! through the Rust semantics in `locklab::script`) against a real Redis in a container.
+//! in the model's Lua interpreter, `model/src/lua.rs`) against a real Redis in a
+//! container.
 //!
 //! Seeded random sequences of the commands the designs send (`SETNX`, `SET NX PX`, `GET`,
-//! `GETSET`, `DEL`, `PEXPIRE`, `INCR`, every Lua script — the reentrant ones work on
-//! hashes through `HINCRBY`/`HEXISTS`), with time passing and keys expiring, go to both:
-//! the model through `Exec::run`, Redis through `locklab::driver::Node::execute` (the
-//! translation the harness replays with). Every reply must agree, and after every tick
-//! each key's type, value, hash counts and remaining time to live must agree too.
+//! `GETSET`, `DEL`, `PEXPIRE`, `INCR`, every built-in Lua script — the reentrant ones work
+//! on hashes through `HINCRBY`/`HEXISTS`), and of what a custom lock may send: commands
+//! by name (`Command::Call`, the path of a `command = [...]` step and of a script's
+//! `redis.call`: `GET`, `SET` with `NX`/`XX`/`PX`, `SETNX`, `GETSET`, `DEL`, `EXISTS`,
+//! `INCR`, `PEXPIRE`, `PTTL`, `HEXISTS`, `HINCRBY`, `HGET`, `HSET`, `HDEL`, and malformed
+//! ones) and Lua scripts of its own ([`CUSTOM_SCRIPTS`]: `redis.pcall`,
+//! `redis.error_reply`, `redis.status_reply`, arrays, booleans, fractions, runtime
+//! errors), with time passing and keys expiring, go to both: the model through
+//! `Exec::run`, Redis through `locklab::driver::Node::execute` (the translation the
+//! harness replays with). Every reply must agree (errors by their code), and after every
+//! tick each key's type, value, hash counts and remaining time to live must agree too.
 //!
 //! # Time
 //!
@@ -33,14 +40,17 @@
 //!
 //! Not covered: `EXPIRE` (seconds) and direct `HINCRBY` — no design sends them, so
 //! locklab's `Command` has neither (hashes are reached through the reentrant scripts);
-//! `WAIT`, which the model answers from its replicas, not from a node's data.
+//! `WAIT`, which the model answers from its replicas, not from a node's data; a script
+//! that returns an array holding an error reply: Redis sends the array, but redis-rs
+//! (and so the driver) reports the nested error as the whole reply, where the model
+//! keeps the array (no lock step can succeed on either, so no verdict depends on it).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use locklab::driver::{Node, NodeTimeouts};
-use locklab::{Command, Reply, Script};
+use locklab::{Command, CustomScript, Reply, Script};
 use locklab_cluster::Cluster;
 use locklab_model::redis::{Data, Exec};
 use rand::{Rng, SeedableRng};
@@ -93,7 +103,70 @@ enum Op {
     Incr(Key),
     /// A script with its one text argument (token or owner field) and a time to live.
     Eval(Script, Key, &'static str, u64),
+    /// A command by name, as a custom lock's `command = [...]` step sends it (and as a
+    /// script's `redis.call` reaches the model: `model/src/call.rs`).
+    Call(Vec<Word>),
+    /// A custom lock's Lua script (one of [`CUSTOM_SCRIPTS`]) with its keys and args.
+    Custom(usize, Vec<Word>, Vec<Word>),
 }
+
+/// One word of a command or script call, filled in per side.
+#[derive(Clone, Debug)]
+enum Word {
+    Lit(&'static str),
+    Key(Key),
+    /// A time to live of that many ticks, in the side's unit.
+    Ttl(u64),
+}
+
+/// Scripts in the style teams write their locks, with what they exercise: Redis's
+/// Lua-to-reply conversions (status, error, array, boolean, fractions) and the commands
+/// a script may call. Each takes `KEYS[1]` and `ARGV[1]` (a value), `ARGV[2]` (a time
+/// to live).
+const CUSTOM_SCRIPTS: [(&str, &str); 10] = [
+    (
+        "compare-and-delete",
+        "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end \
+         return 0",
+    ),
+    ("delete-any", "redis.call('del', KEYS[1])\nreturn 1"),
+    // The renewal that resurrects: SET without NX/XX answers a status reply.
+    (
+        "reset-renewal",
+        "return redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])",
+    ),
+    // Redisson-style hash lock: nil when taken, else the holder's PTTL.
+    (
+        "hash-acquire",
+        "if (redis.call('exists', KEYS[1]) == 0) or \
+            (redis.call('hexists', KEYS[1], ARGV[1]) == 1) then \
+           redis.call('hincrby', KEYS[1], ARGV[1], 1); \
+           redis.call('pexpire', KEYS[1], ARGV[2]); return nil; end; \
+         return redis.call('pttl', KEYS[1]);",
+    ),
+    (
+        "hash-release",
+        "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then return nil end \
+         local n = redis.call('hincrby', KEYS[1], ARGV[1], -1) \
+         if n > 0 then return 0 end \
+         redis.call('hdel', KEYS[1], ARGV[1]) redis.call('del', KEYS[1]) return 1",
+    ),
+    // pcall hands the error back as a table; error_reply and status_reply build replies.
+    (
+        "pcall-incr",
+        "local r = redis.pcall('incr', KEYS[1]) \
+         if type(r) == 'table' and r.err then return redis.error_reply('LOCKED ' .. r.err) end \
+         if r > 40 then return redis.status_reply('HIGH') end return r",
+    ),
+    (
+        "array",
+        "return {redis.call('exists', KEYS[1]), ARGV[1], false}",
+    ),
+    ("truncate", "return {3.99, -2.5, 7, nil, 8}"),
+    ("boolean", "return redis.call('exists', KEYS[1]) == 1"),
+    // A runtime error inside the script: an error reply, as in Redis.
+    ("runtime-error", "return redis.call('incr', KEYS[1]) + nil"),
+];
 
 impl Op {
     /// The command, with each time to live of `k` ticks given as `ms(k)`.
@@ -133,7 +206,7 @@ impl Op {
                     Script::ReentrantLock | Script::ReentrantUnlock | Script::ReentrantRenew => {
                         vec![ms(*ttl).to_string(), arg.to_string()]
                     }
-                    Script::Custom(_) => unreachable!("the sequences run built-in scripts"),
+                    Script::Custom(_) => unreachable!("custom scripts are Op::Custom"),
                 };
                 Command::Eval {
                     script: script.clone(),
@@ -141,6 +214,30 @@ impl Op {
                     args,
                 }
             }
+            Op::Call(words) => Command::Call {
+                args: fill(words, prefix, &ms),
+            },
+            Op::Custom(i, keys, args) => {
+                let (name, text) = CUSTOM_SCRIPTS[*i];
+                Command::Eval {
+                    script: Script::Custom(CustomScript {
+                        name: name.into(),
+                        text: text.into(),
+                    }),
+                    keys: fill(keys, prefix, &ms),
+                    args: fill(args, prefix, &ms),
+                }
+            }
+        }
+    }
+
+    /// Whether an integer reply is a time to live (compared in ticks).
+    fn replies_time(&self) -> bool {
+        match self {
+            Op::Eval(Script::ReentrantLock, ..) => true,
+            Op::Call(words) => matches!(words.first(), Some(Word::Lit("PTTL"))),
+            Op::Custom(i, ..) => CUSTOM_SCRIPTS[*i].0 == "hash-acquire",
+            _ => false,
         }
     }
 
@@ -157,24 +254,49 @@ impl Op {
             Op::PExpire(..) => "PEXPIRE",
             Op::Incr(_) => "INCR",
             Op::Eval(s, ..) => s.name(),
+            Op::Call(words) => {
+                return match words.first() {
+                    Some(Word::Lit(name)) => format!("call {name}"),
+                    _ => "call ?".to_string(),
+                }
+            }
+            Op::Custom(i, ..) => return format!("custom {}", CUSTOM_SCRIPTS[*i].0),
         };
         kind.to_string()
     }
 }
 
+fn fill(words: &[Word], prefix: &str, ms: &impl Fn(u64) -> u64) -> Vec<String> {
+    words
+        .iter()
+        .map(|w| match w {
+            Word::Lit(s) => (*s).to_string(),
+            Word::Key(k) => k.name(prefix),
+            Word::Ttl(t) => ms(*t).to_string(),
+        })
+        .collect()
+}
+
 /// What a sequence mostly does with its lock key, so that every design's paths are
-/// reached: string locks, reentrant hash locks, or both mixed (type errors).
+/// reached: string locks, reentrant hash locks, both mixed (type errors), or a custom
+/// lock's commands by name and scripts.
 #[derive(Clone, Copy, Debug)]
 enum Flavor {
     Strings,
     Hashes,
     Mixed,
+    Custom,
 }
 
 /// A sequence's operations, one list per tick (an empty list: time only passes).
 fn generate(seed: u64, ticks: usize) -> Vec<Vec<Op>> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let flavor = [Flavor::Strings, Flavor::Hashes, Flavor::Mixed][rng.random_range(0..3)];
+    let flavor = [
+        Flavor::Strings,
+        Flavor::Hashes,
+        Flavor::Mixed,
+        Flavor::Custom,
+    ][rng.random_range(0..4)];
     (0..ticks)
         .map(|_| {
             let n = match rng.random_range(0..100) {
@@ -202,6 +324,7 @@ fn random_op(rng: &mut ChaCha8Rng, flavor: Flavor) -> Op {
         Flavor::Strings => rng.random_range(0..100) < 8,
         Flavor::Hashes => rng.random_range(0..100) < 85,
         Flavor::Mixed => rng.random_bool(0.5),
+        Flavor::Custom => return random_custom_op(rng, key, value, owner, ttl),
     };
     if hashes {
         return match rng.random_range(0..100) {
@@ -231,6 +354,60 @@ fn random_op(rng: &mut ChaCha8Rng, flavor: Flavor) -> Op {
         68..84 => Op::Eval(Script::CompareAndDelete, key, value, ttl),
         _ => Op::Eval(Script::CompareAndPexpire, key, value, ttl),
     }
+}
+
+/// A custom lock's step: a command by name (sometimes a malformed one, which both sides
+/// must refuse alike) or one of [`CUSTOM_SCRIPTS`].
+fn random_custom_op(
+    rng: &mut ChaCha8Rng,
+    key: Key,
+    value: &'static str,
+    owner: &'static str,
+    ttl: u64,
+) -> Op {
+    use Word::{Key as K, Lit as L, Ttl as T};
+    let other = if key == Key::Lock {
+        Key::Fence
+    } else {
+        Key::Lock
+    };
+    let n = ["1", "2", "-1"][rng.random_range(0..3)];
+    let call = match rng.random_range(0..100) {
+        0..6 => vec![L("SET"), K(key), L(value), L("NX"), L("PX"), T(ttl)],
+        6..10 => vec![L("SET"), K(key), L(value), L("XX"), L("PX"), T(ttl)],
+        10..13 => vec![L("SET"), K(key), L(value), L("PX"), T(ttl)],
+        13..15 => vec![L("SET"), K(key), L(value)],
+        15..18 => vec![L("SETNX"), K(key), L(value)],
+        18..23 => vec![L("GET"), K(key)],
+        23..26 => vec![L("GETSET"), K(key), L(value)],
+        26..30 => vec![L("DEL"), K(key)],
+        30..32 => vec![L("DEL"), K(key), K(other)],
+        32..35 => vec![L("EXISTS"), K(key), K(other)],
+        35..39 => vec![L("INCR"), K(key)],
+        39..43 => vec![L("PEXPIRE"), K(key), T(ttl)],
+        43..44 => vec![L("PEXPIRE"), K(key), L("0")],
+        44..48 => vec![L("PTTL"), K(key)],
+        48..51 => vec![L("HEXISTS"), K(key), L(owner)],
+        51..55 => vec![L("HINCRBY"), K(key), L(owner), L(n)],
+        55..57 => vec![L("HGET"), K(key), L(owner)],
+        57..60 => vec![L("HSET"), K(key), L(owner), L(n)],
+        60..62 => vec![L("HDEL"), K(key), L(owner)],
+        // Mistakes a team's step may hold: arity, syntax, a number that is not one.
+        62..63 => vec![L("GET")],
+        63..64 => vec![L("SET"), K(key), L(value), L("PX")],
+        64..65 => vec![L("PEXPIRE"), K(key), L("soon")],
+        65..66 => vec![L("HINCRBY"), K(key), L(owner), L("x")],
+        _ => {
+            let i = rng.random_range(0..CUSTOM_SCRIPTS.len());
+            let arg = if CUSTOM_SCRIPTS[i].0.starts_with("hash") {
+                owner
+            } else {
+                value
+            };
+            return Op::Custom(i, vec![K(key)], vec![L(arg), T(ttl)]);
+        }
+    };
+    Op::Call(call)
 }
 
 /// How ticks map to the real node's time.
@@ -282,10 +459,8 @@ fn error_code(e: &str) -> &str {
 fn agree(op: &Op, model: &Reply, real: &Reply, base: TimeBase) -> bool {
     match (model, real) {
         (Reply::Error(m), Reply::Error(r)) => error_code(m) == error_code(r),
-        // The reentrant lock answers a held lock with its PTTL: compare in ticks.
-        (Reply::Int(m), Reply::Int(r)) if matches!(op, Op::Eval(Script::ReentrantLock, ..)) => {
-            *m == base.ticks(*r)
-        }
+        // The reentrant locks answer a held lock with its PTTL: compare in ticks.
+        (Reply::Int(m), Reply::Int(r)) if op.replies_time() => *m == base.ticks(*r),
         _ => model == real,
     }
 }
@@ -657,6 +832,25 @@ fn check_coverage(seqs: &[Sequence], base: TimeBase, assert: bool) {
         ("reentrant-unlock", "1"),
         ("reentrant-renew", "1"),
         ("reentrant-renew", "0"),
+        // A custom lock's commands by name and its own scripts.
+        ("call SET", "OK"),
+        ("call SET", "nil"),
+        ("call SET", "ERR"),
+        ("call GET", "WRONGTYPE"),
+        ("call PEXPIRE", "1"),
+        ("call PTTL", "int"),
+        ("call PTTL", "-2"),
+        ("call HINCRBY", "int"),
+        ("call EXISTS", "int"),
+        ("custom delete-any", "1"),
+        ("custom reset-renewal", "OK"),
+        ("custom hash-acquire", "nil"),
+        ("custom hash-release", "1"),
+        ("custom pcall-incr", "LOCKED"),
+        ("custom pcall-incr", "bulk"),
+        ("custom array", "array"),
+        ("custom boolean", "nil"),
+        ("custom runtime-error", "ERR"),
     ];
     let missing: Vec<_> = needed
         .iter()
@@ -760,7 +954,7 @@ async fn model_agrees_with_redis_in_real_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_agrees_with_redis_on_a_stepped_clock() {
     const TICKS: usize = 48;
-    let (seeds, default) = seeds(24);
+    let (seeds, default) = seeds(32);
     let cluster = start_cluster(true).await;
     let base = TimeBase {
         tick_ms: 60_000,
