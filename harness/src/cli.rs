@@ -188,6 +188,29 @@ pub struct BenchArgs {
 pub enum BenchCommand {
     /// Model checker speed per scenario: symmetry on and off, one and two threads.
     Checker(BenchCheckerArgs),
+    /// Chaos generator detection power: how many seeds' model walks break what each
+    /// scenario expects broken, per way of picking steps (no Docker needed).
+    Generator(BenchGeneratorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BenchGeneratorArgs {
+    /// Scenario files or directories of them [default: scenarios/].
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// How many seeds per scenario.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub seeds: u64,
+    /// The first seed (the seeds are consecutive).
+    #[arg(long, value_name = "SEED", default_value_t = 1000)]
+    pub first_seed: u64,
+    /// Where to write the Markdown report.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "reports/bench-generator.md"
+    )]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

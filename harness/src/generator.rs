@@ -21,9 +21,12 @@
 //! done, tests nothing. A fault that finds no such hold within the busy stretch after its
 //! step, or once no client is left to contend, strikes unaimed. A pause or a partition
 //! is undone after a random number of ticks from the ttl to a little more than twice the
-//! ttl, so that it outlasts the holder's lease. Every other step
-//! is a uniform choice among the allowed non-fault actions (client steps, deliveries,
-//! replication, the clock's tick).
+//! ttl, so that it outlasts the holder's lease. Every other step is one of the allowed
+//! non-fault actions (client steps, deliveries, replication, the clock's tick), picked
+//! in one of two ways drawn per seed (a swarm): uniformly among them, or by turns among
+//! the parties (each client, the clock, replication), so that every party moves at one
+//! pace. The first finds the breaks that need one party to lag, the second the races
+//! that need the parties to alternate; `locklab bench generator` measures each.
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
 //! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
@@ -114,18 +117,54 @@ fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> 
     planned
 }
 
-/// The schedule of seed `seed` for `model`'s scenario.
+/// How the walks of a run pick their steps: [`Scheduling::Swarm`] (what `chaos` uses)
+/// draws uniform or by-turns per seed; the other two force one, for `locklab bench
+/// generator`, which compares them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduling {
+    /// Uniformly among the allowed steps.
+    Uniform,
+    /// By turns among the parties.
+    Turns,
+    /// Each seed draws one of the two.
+    Swarm,
+}
+
+impl Scheduling {
+    /// Every scheduling, as `bench generator` lists them.
+    pub const ALL: [Scheduling; 3] = [Scheduling::Uniform, Scheduling::Turns, Scheduling::Swarm];
+
+    /// Its name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduling::Uniform => "uniform",
+            Scheduling::Turns => "turns",
+            Scheduling::Swarm => "swarm",
+        }
+    }
+}
+
+/// The schedule of seed `seed` for `model`'s scenario, as `chaos` runs it.
+pub fn generate(model: &LockModel, seed: u64) -> Schedule {
+    generate_with(model, seed, Scheduling::Swarm)
+}
+
+/// The schedule of seed `seed` for `model`'s scenario, with the steps picked by
+/// `scheduling`.
 ///
 /// A first walk without faults measures how many steps the clients are busy; each unit
 /// of the fault budget is then planned at a random step of that stretch, and the second
 /// walk, with those faults, is the schedule. Ticks after the last client step are cut:
 /// nothing happens in them.
-pub fn generate(model: &LockModel, seed: u64) -> Schedule {
+pub fn generate_with(model: &LockModel, seed: u64, scheduling: Scheduling) -> Schedule {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let dry = walk(model, Vec::new(), &mut rng);
+    let clients = model.scenario.clients.count as usize;
+    // The busy stretch is measured with uniform choices, whatever the run's scheduler.
+    let dry = walk(model, &mut Scheduler::Uniform, Vec::new(), &mut rng);
     let active = dry.len();
     let planned = plan(model, active, &mut rng);
-    let actions = walk(model, planned, &mut rng);
+    let mut sched = Scheduler::draw(clients, scheduling, &mut rng);
+    let actions = walk(model, &mut sched, planned, &mut rng);
     let mut state = model.init_states().remove(0);
     let mut model_violations: Vec<Property> = Vec::new();
     for &action in &actions {
@@ -147,7 +186,12 @@ pub fn generate(model: &LockModel, seed: u64) -> Schedule {
 }
 
 /// One random walk with the `planned` faults, without its trailing ticks.
-fn walk(model: &LockModel, mut planned: Vec<Planned>, rng: &mut ChaCha8Rng) -> Vec<Action> {
+fn walk(
+    model: &LockModel,
+    sched: &mut Scheduler,
+    mut planned: Vec<Planned>,
+    rng: &mut ChaCha8Rng,
+) -> Vec<Action> {
     // Undo steps (resume, heal) and the tick from which each is due.
     let mut undo: Vec<(u32, Action)> = Vec::new();
     let mut state = model.init_states().remove(0);
@@ -158,8 +202,15 @@ fn walk(model: &LockModel, mut planned: Vec<Planned>, rng: &mut ChaCha8Rng) -> V
         enabled.clear();
         model.actions(&state, &mut enabled);
         let step = actions.len();
-        let Some(action) = choose(&state, &enabled, step, tick, &mut planned, &mut undo, rng)
-        else {
+        let Some(action) = choose(
+            &state,
+            &enabled,
+            (step, tick),
+            sched,
+            &mut planned,
+            &mut undo,
+            rng,
+        ) else {
             break;
         };
         let Some(next) = model.next_state(&state, action) else {
@@ -231,8 +282,8 @@ fn contenders_left(state: &State) -> bool {
 fn choose(
     state: &State,
     enabled: &[Action],
-    step: usize,
-    tick: u32,
+    (step, tick): (usize, u32),
+    sched: &mut Scheduler,
     planned: &mut Vec<Planned>,
     undo: &mut Vec<(u32, Action)>,
     rng: &mut ChaCha8Rng,
@@ -297,7 +348,72 @@ fn choose(
                 undo.retain(|(_, u)| u != a);
             });
     }
-    Some(weighted(&ordinary, rng))
+    Some(sched.pick(&ordinary, rng))
+}
+
+/// How a walk picks among the ordinary steps the model allows, drawn per run (half the
+/// runs each, a swarm of two): uniformly among the steps, so that a party with more
+/// steps open moves faster; or by turns among the parties (each client with the
+/// execution of its requests, the clock, replication), from a random order, the party
+/// that moved going to the back, so that every party moves at one pace. The first
+/// finds breaks that need one party to lag (a slow holder, a failover while a replica
+/// lags); the second the check-then-act races that need the parties to alternate
+/// (measured on the model's walks: reports/chaos.md).
+#[derive(Clone, Debug)]
+enum Scheduler {
+    Uniform,
+    Turns {
+        /// Parties, the next to move first.
+        queue: Vec<usize>,
+    },
+}
+
+impl Scheduler {
+    fn draw(clients: usize, scheduling: Scheduling, rng: &mut ChaCha8Rng) -> Scheduler {
+        let turns = rng.random_bool(0.5);
+        let turns = match scheduling {
+            Scheduling::Uniform => false,
+            Scheduling::Turns => true,
+            Scheduling::Swarm => turns,
+        };
+        if !turns {
+            return Scheduler::Uniform;
+        }
+        let mut queue: Vec<usize> = (0..clients + 2).collect();
+        for i in (1..queue.len()).rev() {
+            queue.swap(i, rng.random_range(0..=i));
+        }
+        Scheduler::Turns { queue }
+    }
+
+    /// The party an action belongs to: its client, the clock, or replication.
+    fn party(action: &Action, clients: usize) -> usize {
+        match action {
+            Action::Tick => clients,
+            a => a.client().map_or(clients + 1, usize::from),
+        }
+    }
+
+    fn pick(&mut self, actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
+        let Scheduler::Turns { queue } = self else {
+            return weighted(actions, rng);
+        };
+        let clients = queue.len() - 2;
+        let (pos, party) = queue
+            .iter()
+            .copied()
+            .enumerate()
+            .find(|&(_, p)| actions.iter().any(|a| Self::party(a, clients) == p))
+            .expect("every action belongs to a party");
+        let own: Vec<Action> = actions
+            .iter()
+            .copied()
+            .filter(|a| Self::party(a, clients) == party)
+            .collect();
+        queue.remove(pos);
+        queue.push(party);
+        weighted(&own, rng)
+    }
 }
 
 /// How much likelier a step is than a plain one. A replica catching up is likely: real
@@ -331,6 +447,57 @@ mod tests {
     fn model(name: &str) -> LockModel {
         let path = format!("{}/../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
         LockModel::new(&Scenario::load(&path).unwrap_or_else(|e| panic!("{e}")))
+    }
+
+    /// What a seed's schedules break in the model, for each scheduling.
+    fn breaks(m: &LockModel, scheduling: Scheduling, seeds: std::ops::Range<u64>) -> usize {
+        let expected: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|&p| m.scenario.expect.get(p) == locklab_model::scenario::Expectation::Violated)
+            .collect();
+        seeds
+            .filter(|&seed| {
+                generate_with(m, seed, scheduling)
+                    .model_violations
+                    .iter()
+                    .any(|p| expected.contains(p))
+            })
+            .count()
+    }
+
+    #[test]
+    fn the_swarm_draws_each_scheduling_and_each_finds_what_the_other_misses() {
+        // Per seed, the swarm's schedule is the uniform one or the by-turns one.
+        let m = model("getset-timestamp-two-stealers");
+        let (mut uniform, mut turns) = (0, 0);
+        for seed in 0..40 {
+            let swarm = generate(&m, seed).actions;
+            uniform += usize::from(swarm == generate_with(&m, seed, Scheduling::Uniform).actions);
+            turns += usize::from(swarm == generate_with(&m, seed, Scheduling::Turns).actions);
+        }
+        assert_eq!(uniform + turns, 40, "{uniform} + {turns}");
+        assert!(
+            uniform >= 10 && turns >= 10,
+            "{uniform} uniform, {turns} by turns"
+        );
+        // Taking turns finds the stealers' check-then-act race far more often...
+        let seeds = 1000..1100;
+        let (u, t) = (
+            breaks(&m, Scheduling::Uniform, seeds.clone()),
+            breaks(&m, Scheduling::Turns, seeds.clone()),
+        );
+        assert!(
+            t >= 2 * u && t >= 50,
+            "two stealers: uniform {u}, turns {t}"
+        );
+        // ...and uniform choices the failover that needs replication to lag.
+        let m = model("lua-release-failover");
+        let (u, t) = (
+            breaks(&m, Scheduling::Uniform, seeds.clone()),
+            breaks(&m, Scheduling::Turns, seeds.clone()),
+        );
+        assert!(u > t, "failover: uniform {u}, turns {t}");
+        assert!(breaks(&m, Scheduling::Swarm, seeds) > 0);
     }
 
     #[test]

@@ -393,7 +393,7 @@ fn on_off(on: bool) -> &'static str {
 }
 
 /// The command as typed, program name shortened to `locklab`.
-fn command_line() -> String {
+pub(crate) fn command_line() -> String {
     let mut words = vec!["locklab".to_string()];
     words.extend(std::env::args().skip(1));
     words.join(" ")
@@ -424,7 +424,7 @@ fn load_average() -> String {
 }
 
 /// The current UTC date and time, `YYYY-MM-DD HH:MM UTC`.
-fn utc_now() -> String {
+pub(crate) fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

@@ -4,6 +4,7 @@
 //! module depends on a command.
 
 pub mod bench;
+pub mod bench_generator;
 pub mod chaos;
 pub mod check;
 pub mod clean;
@@ -30,6 +31,7 @@ pub fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Merge(args) => merge::run(args),
         Command::Bench(args) => match &args.command {
             BenchCommand::Checker(args) => bench::run(args),
+            BenchCommand::Generator(args) => bench_generator::run(args),
         },
         Command::Clean => clean::run(),
     }
