@@ -187,3 +187,134 @@ fn the_soak_command_writes_the_history_and_the_timeline() {
     assert!(svg.contains("client1") && svg.contains("client2"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_lost_reply_is_a_command_done_whose_answer_never_arrives() {
+    require_environment();
+    use locklab_harness::run::nemesis::Nemesis;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let nem = Nemesis::start(1, 0, 0, 1, false).await.unwrap();
+        let link = nem.link(0, 0);
+        let through = redis::Client::open(link.url()).unwrap();
+        let direct = redis::Client::open(format!("redis://{}", nem.addr(0))).unwrap();
+        let mut direct = direct.get_multiplexed_async_connection().await.unwrap();
+        let setnx = |conn: &mut redis::aio::MultiplexedConnection, key: &'static str| {
+            let cmd = redis::cmd("SETNX").arg(key).arg("c0.1:0").clone();
+            let mut conn = conn.clone();
+            async move { cmd.query_async::<i64>(&mut conn).await }
+        };
+        // Connected first: the connection's own handshake is not the command armed for.
+        let mut conn = through.get_multiplexed_async_connection().await.unwrap();
+        // The next reply: the SETNX runs on the node, its answer is lost.
+        link.lose_reply(1);
+        assert!(setnx(&mut conn, "a").await.is_err(), "the reply arrived");
+        assert_eq!(link.lost_reply().as_deref(), Some("SETNX"));
+        let a: Option<String> = redis::cmd("GET")
+            .arg("a")
+            .query_async(&mut direct)
+            .await
+            .unwrap();
+        assert_eq!(a.as_deref(), Some("c0.1:0"), "the command did not run");
+        // The link is open again, and the second reply after arming is the one lost.
+        let mut conn = through.get_multiplexed_async_connection().await.unwrap();
+        assert_eq!(setnx(&mut conn, "b").await.unwrap(), 1);
+        link.lose_reply(2);
+        let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+        assert_eq!(pong, "PONG");
+        let lost = setnx(&mut conn, "c").await;
+        assert!(lost.is_err(), "{lost:?}");
+        assert_eq!(link.lost_reply().as_deref(), Some("SETNX"));
+        let c: Option<String> = redis::cmd("GET")
+            .arg("c")
+            .query_async(&mut direct)
+            .await
+            .unwrap();
+        assert_eq!(c.as_deref(), Some("c0.1:0"));
+        let id = nem.cluster().id().to_string();
+        nem.shutdown().await.unwrap();
+        let (containers, networks) = locklab_cluster::remaining_resources(&id).unwrap();
+        assert!(containers.is_empty() && networks.is_empty());
+    });
+}
+
+#[test]
+fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
+    require_environment();
+    // naive-setnx-lost-reply: the holder's link loses a reply; a lost SETNX reply leaves
+    // a key without expiry that no client holds.
+    let sc = scenario("naive-setnx-lost-reply");
+    let mut options = SoakOptions::new(&sc, 6, 1);
+    options.first_fault = Some(Duration::from_millis(300));
+    let o = run(&sc, &options);
+    let lost: Vec<&str> = o
+        .faults
+        .iter()
+        .filter(|f| f.kind == "lost-reply")
+        .map(|f| f.what.as_str())
+        .collect();
+    assert!(
+        lost.iter().any(|w| w.contains("lost its")),
+        "no reply lost: {:?}",
+        o.faults
+    );
+    assert!(o.not_injected.is_empty(), "{:?}", o.not_injected);
+    // lua-release-split-brain: the holder keeps the old master, the other client
+    // acquires on the promoted replica, which lacks the holder's entry.
+    let sc = scenario("lua-release-split-brain");
+    let mut options = SoakOptions::new(&sc, 6, 1);
+    options.first_fault = Some(Duration::from_millis(300));
+    options.fault_ttls = (1.5, 2.0);
+    let o = run(&sc, &options);
+    assert!(
+        o.faults.iter().any(|f| f.kind == "split-brain" && f.aimed),
+        "no aimed split brain: {:?}",
+        o.faults
+    );
+    assert!(
+        o.verdicts.violated(Property::MutualExclusion),
+        "no overlap in a split brain: {:?} {:?}",
+        o.faults,
+        o.counts
+    );
+    // getset-timestamp-skew: a client's clock jumps ahead while the other holds.
+    let sc = scenario("getset-timestamp-skew");
+    let mut options = SoakOptions::new(&sc, 5, 1);
+    options.first_fault = Some(Duration::from_millis(300));
+    let o = run(&sc, &options);
+    assert!(
+        o.faults
+            .iter()
+            .any(|f| f.kind == "clock-jump" && f.what.contains("ClockShift")),
+        "no client clock jump: {:?}",
+        o.faults
+    );
+    assert!(
+        o.verdicts.violated(Property::MutualExclusion),
+        "no steal after a clock jump: {:?} {:?}",
+        o.faults,
+        o.counts
+    );
+}
+
+#[test]
+fn node_clocks_drift_through_a_whole_soak() {
+    require_environment();
+    // redlock-drift: masters' clocks run fast, and Redlock's drift allowance covers it.
+    let sc = scenario("redlock-drift");
+    let o = run(&sc, &SoakOptions::new(&sc, 4, 1));
+    let drift: Vec<_> = o
+        .faults
+        .iter()
+        .filter(|f| f.kind == "clock-drift")
+        .collect();
+    assert_eq!(drift.len(), 1, "{:?}", o.faults);
+    assert!(drift[0].what.contains("steps"), "{}", drift[0].what);
+    assert!(o.counts.purchases > 5, "{:?}", o.counts);
+    for v in &o.verdicts.violations {
+        assert_eq!(sc.expect.get(v.property), Expectation::Violated, "{v:?}");
+    }
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::clock::{Clock, ClockShift};
 use super::connections::Connections;
 use super::error::LockError;
 use super::gate::PauseGate;
@@ -64,6 +65,7 @@ pub struct LockBuilder {
     seed: Option<u64>,
     client_id: Option<String>,
     gate: PauseGate,
+    clock_shift: ClockShift,
     connections: Option<Connections>,
     /// The steps of design `custom`.
     custom: Option<Arc<CustomLock>>,
@@ -97,6 +99,7 @@ impl LockBuilder {
             seed: None,
             client_id: None,
             gate: PauseGate::new(),
+            clock_shift: ClockShift::new(),
             connections: None,
             custom: None,
             renew_interval: None,
@@ -342,6 +345,13 @@ impl LockBuilder {
         self
     }
 
+    /// The shift of the lock's clock (see [`ClockShift`]): a harness jumps it to emulate
+    /// a jump of this client's clock. Each builder starts with a shift of its own, at 0.
+    pub fn clock_shift(mut self, shift: ClockShift) -> Self {
+        self.clock_shift = shift;
+        self
+    }
+
     /// Share node connections with the other locks built with `connections` (see
     /// [`Connections`]); by default a lock opens connections of its own. Ignored when
     /// the lock `WAIT`s for replicas.
@@ -517,7 +527,10 @@ impl LockBuilder {
             delay: self.retry_delay,
             jitter: self.retry_jitter,
         };
-        Ok(Lock::new(cfg, nodes, policy, rng, client_id, self.gate))
+        let clock = Clock::new(self.clock_shift);
+        Ok(Lock::new(
+            cfg, nodes, policy, rng, client_id, self.gate, clock,
+        ))
     }
 }
 

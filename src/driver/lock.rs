@@ -14,6 +14,7 @@ use std::time::Duration;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::clock::Clock;
 use super::error::LockError;
 use super::gate::PauseGate;
 use super::guard::LockGuard;
@@ -29,35 +30,6 @@ pub(crate) struct RetryPolicy {
     pub(crate) retries: u32,
     pub(crate) delay: Duration,
     pub(crate) jitter: Duration,
-}
-
-/// The driver's local clock, in milliseconds: tokio's monotonic `Instant` since the lock
-/// was built, anchored at the Unix time of that moment. Monotonic while the lock lives,
-/// and comparable across clients as far as their system clocks agree (the
-/// `getset-timestamp` pitfall writes these readings into Redis for other clients to
-/// compare). The machines get their `now` from here and nowhere else.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Clock {
-    origin: tokio::time::Instant,
-    origin_ms: Millis,
-}
-
-impl Clock {
-    fn new() -> Self {
-        let unix = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        Clock {
-            origin: tokio::time::Instant::now(),
-            origin_ms: Millis::try_from(unix.as_millis()).unwrap_or(Millis::MAX),
-        }
-    }
-
-    pub(crate) fn now(&self) -> Millis {
-        self.origin_ms.saturating_add(
-            Millis::try_from(self.origin.elapsed().as_millis()).unwrap_or(Millis::MAX),
-        )
-    }
 }
 
 /// One hold of the lock: from a successful acquire to its release or loss. Re-entries of
@@ -500,6 +472,7 @@ impl Lock {
         rng: ChaCha8Rng,
         client_id: String,
         gate: PauseGate,
+        clock: Clock,
     ) -> Self {
         let machine = LockMachine::new(&cfg);
         Lock {
@@ -507,7 +480,7 @@ impl Lock {
                 cfg,
                 nodes,
                 machine: tokio::sync::Mutex::new(machine),
-                clock: Clock::new(),
+                clock,
                 gate,
                 session: Mutex::new(Weak::new()),
                 client_id,

@@ -96,6 +96,7 @@
 //! ```
 
 mod builder;
+mod clock;
 mod connections;
 mod error;
 mod gate;
@@ -106,6 +107,7 @@ mod node;
 mod watchdog;
 
 pub use builder::LockBuilder;
+pub use clock::ClockShift;
 pub use connections::Connections;
 pub use error::LockError;
 pub use gate::PauseGate;

@@ -479,6 +479,34 @@ impl Nemesis {
         ))
     }
 
+    /// The split brain on slot `m` ends: every client's link leads to the promoted node,
+    /// and the old master is `docker kill`ed (it lost its side of the partition). `None`
+    /// when slot `m` has no split brain; else the old master and what was done.
+    pub async fn end_split(&mut self, m: usize) -> Result<Option<(usize, String)>, ClusterError> {
+        let Some((slot, old, _)) = &self.split else {
+            return Ok(None);
+        };
+        if *slot != m {
+            return Ok(None);
+        }
+        let old = *old;
+        let up = self.addr(self.serving[m]);
+        for row in &self.links {
+            row[m].set_upstream(up);
+        }
+        self.split = None;
+        self.node(old).kill().await?;
+        self.alive[old] = false;
+        Ok(Some((
+            old,
+            format!(
+                "every client's link leads to node{}; docker kill node{} (the old master)",
+                self.serving[m] + 1,
+                old + 1
+            ),
+        )))
+    }
+
     /// Replica `n` back on the cluster network for good: it replicates continuously
     /// instead of catching up only when told (a soak whose acquires `WAIT` for
     /// replicas: a replica kept off the network would never acknowledge).

@@ -5,7 +5,10 @@
 //! - hold: connections stay up but nothing is forwarded until the link opens again
 //!   (requests and replies sit in buffers, like a congested or stalled network);
 //! - cut: every connection through the link is closed at once and new ones are closed
-//!   as soon as they are accepted (the client sees a dropped connection).
+//!   as soon as they are accepted (the client sees a dropped connection);
+//! - lose a reply: requests flow on, and the k-th reply that comes back from then on
+//!   is thrown away and its connection closed: the command ran on the node, the client
+//!   never learns its result (a lost reply). The link is open again afterwards.
 //!
 //! The upstream can be changed (failover, restart on a new port); connections made
 //! before the change are dropped so that the client reconnects to the new node.
@@ -24,12 +27,18 @@ pub enum LinkState {
     Open,
     Hold,
     Cut,
+    /// Open until the k-th reply from now comes back: that one is lost (then open again).
+    LoseReply,
 }
 
 struct Shared {
     upstream: Mutex<SocketAddr>,
     /// Bumped when the upstream changes or the link is cut: older connections end.
     state: watch::Sender<(LinkState, u64)>,
+    /// While [`LinkState::LoseReply`]: replies still to let through before the lost one.
+    skip: Mutex<u32>,
+    /// The command whose reply was lost last, as the client sent it (its name).
+    lost: Mutex<Option<String>>,
 }
 
 /// One link's proxy. Dropping it stops the proxy and closes its connections.
@@ -56,6 +65,8 @@ impl LinkProxy {
         let shared = Arc::new(Shared {
             upstream: Mutex::new(upstream),
             state: watch::Sender::new((LinkState::Open, 0)),
+            skip: Mutex::new(0),
+            lost: Mutex::new(None),
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -67,8 +78,7 @@ impl LinkProxy {
                     continue;
                 }
                 let up = *s.upstream.lock().unwrap_or_else(|e| e.into_inner());
-                let rx = s.state.subscribe();
-                conns.spawn(forward(client, up, rx, generation));
+                conns.spawn(forward(client, up, s.clone(), generation));
                 while conns.try_join_next().is_some() {}
             }
         });
@@ -104,6 +114,25 @@ impl LinkProxy {
         });
     }
 
+    /// Lose the `k`-th reply (1: the next) that comes back through the link from now
+    /// ([`LinkState::LoseReply`]). A reply is counted per read from the node, which on
+    /// a link of one client's lock, whose commands wait for their replies, is one reply.
+    pub fn lose_reply(&self, k: u32) {
+        *self.shared.lost.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.shared.skip.lock().unwrap_or_else(|e| e.into_inner()) = k.saturating_sub(1);
+        self.set_state(LinkState::LoseReply);
+    }
+
+    /// The name of the command whose reply the link lost, once it has lost one since
+    /// [`LinkProxy::lose_reply`].
+    pub fn lost_reply(&self) -> Option<String> {
+        self.shared
+            .lost
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Forward to a new upstream from now on; existing connections are dropped.
     pub fn set_upstream(&self, upstream: SocketAddr) {
         *self
@@ -125,13 +154,15 @@ impl Drop for LinkProxy {
 }
 
 /// Copies bytes both ways until either side closes, the link is cut, or the upstream
-/// changes. While held, nothing is read, so data waits in the socket buffers.
+/// changes. While held, nothing is read, so data waits in the socket buffers. While a
+/// reply is to be lost, the connection it comes back on drops it and closes.
 async fn forward(
     mut client: TcpStream,
     upstream: SocketAddr,
-    mut rx: watch::Receiver<(LinkState, u64)>,
+    shared: Arc<Shared>,
     generation: u64,
 ) {
+    let mut rx = shared.state.subscribe();
     let Ok(mut server) = TcpStream::connect(upstream).await else {
         return;
     };
@@ -141,6 +172,8 @@ async fn forward(
     let (mut sr, mut sw) = server.split();
     let mut up = [0u8; 16 * 1024];
     let mut down = [0u8; 16 * 1024];
+    // The name of the latest command sent on this connection.
+    let mut last_command = String::new();
     loop {
         let (state, g) = *rx.borrow_and_update();
         if g != generation || state == LinkState::Cut {
@@ -156,12 +189,63 @@ async fn forward(
             changed = rx.changed() => if changed.is_err() { return },
             n = cr.read(&mut up) => match n {
                 Ok(0) | Err(_) => return,
-                Ok(n) => if sw.write_all(&up[..n]).await.is_err() { return },
+                Ok(n) => {
+                    if let Some(name) = command_name(&up[..n]) {
+                        last_command = name;
+                    }
+                    if sw.write_all(&up[..n]).await.is_err() { return }
+                }
             },
             n = sr.read(&mut down) => match n {
                 Ok(0) | Err(_) => return,
-                Ok(n) => if cw.write_all(&down[..n]).await.is_err() { return },
+                Ok(n) => {
+                    // Only one reply is lost, on whichever connection it comes back.
+                    let lose = shared.state.send_if_modified(|(s, _)| {
+                        if *s != LinkState::LoseReply {
+                            return false;
+                        }
+                        let mut skip = shared.skip.lock().unwrap_or_else(|e| e.into_inner());
+                        if *skip > 0 {
+                            *skip -= 1;
+                            return false;
+                        }
+                        *s = LinkState::Open;
+                        true
+                    });
+                    if lose {
+                        *shared.lost.lock().unwrap_or_else(|e| e.into_inner()) =
+                            Some(last_command);
+                        return;
+                    }
+                    if cw.write_all(&down[..n]).await.is_err() { return }
+                }
             },
         }
+    }
+}
+
+/// The name of the first command in `bytes`, when they begin a RESP array of bulk
+/// strings (`*N\r\n$L\r\nNAME\r\n...`), in upper case.
+fn command_name(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(64)]);
+    let mut parts = text.strip_prefix('*')?.split("\r\n");
+    parts.next()?;
+    parts.next()?.strip_prefix('$')?;
+    let name = parts.next()?;
+    Some(name.to_ascii_uppercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::command_name;
+
+    #[test]
+    fn names_the_command_of_a_resp_request() {
+        assert_eq!(
+            command_name(b"*3\r\n$5\r\nsetnx\r\n$4\r\nlock\r\n$2\r\nc1\r\n").as_deref(),
+            Some("SETNX")
+        );
+        assert_eq!(command_name(b"+OK\r\n"), None);
+        assert_eq!(command_name(b"*1\r\n"), None);
     }
 }

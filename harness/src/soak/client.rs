@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use locklab::design::CustomLock;
-use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
+use locklab::driver::{ClockShift, Lock, LockBuilder, LockError, PauseGate};
 use locklab::{DesignId, Fencing, RenewalOnError};
 use locklab_model::scenario::Scenario;
 use rand::{Rng, SeedableRng};
@@ -83,7 +83,13 @@ impl Spec {
         Duration::from_millis(base + rng.random_range(0..=base))
     }
 
-    async fn build(&self, urls: &[String], id: &str, gate: &PauseGate) -> Result<Lock, LockError> {
+    async fn build(
+        &self,
+        urls: &[String],
+        id: &str,
+        gate: &PauseGate,
+        clock: &ClockShift,
+    ) -> Result<Lock, LockError> {
         let builder = match (&self.custom, self.design) {
             (Some(lock), _) => LockBuilder::custom(lock.clone()),
             (
@@ -105,7 +111,8 @@ impl Spec {
             .watchdog_enabled(self.watchdog)
             .renewal_on_error(self.renewal_on_error)
             .client_id(id)
-            .pause_gate(gate.clone());
+            .pause_gate(gate.clone())
+            .clock_shift(clock.clone());
         if let Some(every) = self.renew_every_ms {
             builder = builder.renew_interval(Duration::from_millis(every));
         }
@@ -118,9 +125,11 @@ impl Spec {
     }
 }
 
-/// One client slot: its gate, its task, its lives.
+/// One client slot: its gate, its clock's shift, its task, its lives.
 struct Slot {
     gate: PauseGate,
+    /// The shift of the client's clock: its machine's clock, kept across its lives.
+    clock: ClockShift,
     task: Option<JoinHandle<()>>,
     generation: u32,
 }
@@ -155,6 +164,7 @@ impl Clients {
                 (0..n)
                     .map(|_| Slot {
                         gate: PauseGate::new(),
+                        clock: ClockShift::new(),
                         task: None,
                         generation: 0,
                     })
@@ -197,6 +207,7 @@ impl Clients {
             self.spec.clone(),
             self.urls[c].clone(),
             gate,
+            slot.clock.clone(),
             self.recorder.clone(),
             self.stop.clone(),
             seed,
@@ -207,6 +218,11 @@ impl Clients {
     /// Client `c`'s pause gate.
     pub fn gate(&self, c: usize) -> PauseGate {
         self.slots()[c].gate.clone()
+    }
+
+    /// The shift of client `c`'s clock (a client clock jump moves it).
+    pub fn clock(&self, c: usize) -> ClockShift {
+        self.slots()[c].clock.clone()
     }
 
     /// Client `c` crashes: its task is aborted (the lock, its connections and its
@@ -262,6 +278,7 @@ async fn client_loop(
     spec: Spec,
     urls: Vec<String>,
     gate: PauseGate,
+    clock: ClockShift,
     rec: Arc<Recorder>,
     stop: Arc<AtomicBool>,
     seed: u64,
@@ -272,7 +289,7 @@ async fn client_loop(
             return;
         }
         gate.wait().await;
-        match spec.build(&urls, &id, &gate).await {
+        match spec.build(&urls, &id, &gate, &clock).await {
             Ok(lock) => break lock,
             Err(_) => tokio::time::sleep(spec.retry_pause(&mut rng)).await,
         }

@@ -75,8 +75,8 @@ impl SoakOptions {
 /// One fault as it was carried out.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FaultRecord {
-    /// The fault kind (`pause`, `crash`, `failover`, `restart`, `partition`,
-    /// `container-pause`, `clock-jump`).
+    /// The fault kind (`pause`, `crash`, `lost-reply`, `failover`, `split-brain`,
+    /// `restart`, `partition`, `container-pause`, `clock-jump`, `clock-drift`).
     pub kind: String,
     /// The client it struck, if it struck one (a pause, a crash, a link cut).
     pub client: Option<usize>,
@@ -460,7 +460,7 @@ pub async fn soak(
         replicas,
         0,
         n_clients,
-        scenario.faults.clock_jumps > 0,
+        scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
     )
     .await?;
     let plan = nemesis::Plan::of(scenario, options);
@@ -492,6 +492,21 @@ pub async fn soak(
         stop.clone(),
     ));
     tasks.0.push(nemesis_task.abort_handle());
+    let drift_task = (scenario.timing.node_drift > 0).then(|| {
+        let horizon_ms = u64::from(scenario.timing.horizon).saturating_mul(scenario.timing.tick_ms);
+        let every = Duration::from_millis(horizon_ms / u64::from(scenario.timing.node_drift));
+        tokio::spawn(nemesis::drift(
+            cluster.clone(),
+            recorder.clone(),
+            stop.clone(),
+            masters,
+            scenario.timing.tick_ms,
+            every.max(Duration::from_millis(1)),
+        ))
+    });
+    if let Some(t) = &drift_task {
+        tasks.0.push(t.abort_handle());
+    }
     let observer = tokio::spawn(nemesis::observe(
         cluster.clone(),
         recorder.clone(),
@@ -524,12 +539,23 @@ pub async fn soak(
         Ok(Err(e)) => Err(RunError::Client(format!("the nemesis task failed: {e}"))),
         Err(_) => Err(RunError::Client("the nemesis did not stop in 30 s".into())),
     };
+    let drift_result = match drift_task {
+        None => Ok(()),
+        Some(t) => match tokio::time::timeout(Duration::from_secs(30), t).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => Err(RunError::Client(format!("the drift task failed: {e}"))),
+            Err(_) => Err(RunError::Client(
+                "the drift task did not stop in 30 s".into(),
+            )),
+        },
+    };
     let grace = Duration::from_millis(spec.ttl_ms.saturating_mul(2)) + Duration::from_secs(2);
     clients.stop(grace).await;
     observer.abort();
     let _ = observer.await;
     drop(tasks);
     nemesis_result?;
+    drift_result?;
     let cluster = Arc::try_unwrap(cluster)
         .map_err(|_| RunError::Client("the cluster is still in use".into()))?
         .into_inner();

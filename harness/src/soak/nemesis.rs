@@ -31,10 +31,34 @@
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
 //! - `clock-jump`: the serving master's wall clock jumps by `clock_jump × tick_ms`
 //!   (libclockshift, [`NODE_CLOCK_EMULATION`](crate::run::nemesis::NODE_CLOCK_EMULATION))
-//!   (`clock_jumps`).
+//!   (`clock_jumps`). With `getset-timestamp`, whose clients compare their own clocks'
+//!   timestamps, it is a client's clock that jumps, as in the model: while one client
+//!   holds, another client's clock jumps forward through its lock's
+//!   [`ClockShift`](locklab::driver::ClockShift)
+//!   ([`CLIENT_CLOCK_EMULATION`](crate::run::nemesis::CLIENT_CLOCK_EMULATION));
+//! - `lost-reply`: the holder's link proxy to a master throws away a reply and closes
+//!   the connection ([`LinkProxy::lose_reply`]): the command ran on the node, the
+//!   driver sees the connection drop (`lost_replies`). Drawn: the holder's next reply
+//!   (a renewal's or the release's) or the one after it (after a release, that of its
+//!   next acquire: a client that just released tries again at once).
 //!
-//! Lost replies and split brains, which the run engine emulates step by step, and
-//! client clock jumps (the driver reads its own clock) are not injected.
+//! - `split-brain`: prepared as a failover (the replicas catch up, the entry they
+//!   copied expires), then right after an acquire the replica is promoted while the old
+//!   master stays up: the holder's link still leads to the old master, every other
+//!   client's to the promoted one, which lacks the holder's acquire (as clients on two
+//!   sides of a partition, each side with a master). After the drawn length every link
+//!   leads to the promoted node and the old master is killed; it comes back empty as a
+//!   lagging replica (`split_brains`, with `replicas` at least 1).
+//!
+//! - `clock-drift` (scenario `timing.node_drift`): every master's wall clock runs fast,
+//!   `node_drift` ticks for every `horizon` ticks of real time, in one-tick steps
+//!   (libclockshift, [`NODE_DRIFT_EMULATION`](crate::run::nemesis::NODE_DRIFT_EMULATION));
+//!   it runs beside the schedule above ([`drift`]) for the whole soak.
+//!
+//! Every fault kind of a scenario is injected, except that failovers of a scenario with
+//! sentinels are scripted here, not left to Sentinel ([`not_injected`]).
+//!
+//! [`LinkProxy::lose_reply`]: crate::run::proxy::LinkProxy::lose_reply
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -42,6 +66,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use locklab::DesignId;
 use locklab_model::scenario::{Promotion, Scenario};
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -64,6 +89,10 @@ pub enum Kind {
     Partition,
     ContainerPause,
     ClockJump,
+    LostReply,
+    SplitBrain,
+    /// Not drawn by the schedule: [`drift`] runs beside it.
+    ClockDrift,
 }
 
 impl Kind {
@@ -77,6 +106,9 @@ impl Kind {
             Kind::Partition => "partition",
             Kind::ContainerPause => "container-pause",
             Kind::ClockJump => "clock-jump",
+            Kind::LostReply => "lost-reply",
+            Kind::SplitBrain => "split-brain",
+            Kind::ClockDrift => "clock-drift",
         }
     }
 }
@@ -91,8 +123,14 @@ pub fn kinds(scenario: &Scenario) -> Vec<Kind> {
     if f.crashes > 0 {
         kinds.push(Kind::Crash);
     }
+    if f.lost_replies > 0 {
+        kinds.push(Kind::LostReply);
+    }
     if f.failovers > 0 && scenario.topology.replicas > 0 {
         kinds.push(Kind::Failover);
+    }
+    if f.split_brains > 0 && scenario.topology.replicas > 0 {
+        kinds.push(Kind::SplitBrain);
     }
     if f.restarts > 0 {
         kinds.push(Kind::Restart);
@@ -104,22 +142,15 @@ pub fn kinds(scenario: &Scenario) -> Vec<Kind> {
     if f.clock_jumps > 0 {
         kinds.push(Kind::ClockJump);
     }
+    if scenario.timing.node_drift > 0 {
+        kinds.push(Kind::ClockDrift);
+    }
     kinds
 }
 
 /// The scenario's fault kinds a soak does not inject.
 pub fn not_injected(scenario: &Scenario) -> Vec<&'static str> {
-    let f = &scenario.faults;
     let mut out = Vec::new();
-    if f.lost_replies > 0 {
-        out.push("lost replies (emulated step by step by replay and chaos only)");
-    }
-    if f.split_brains > 0 {
-        out.push("split brains (replay and chaos only)");
-    }
-    if f.clock_jumps > 0 {
-        out.push("client clock jumps (the driver reads its own clock; node clocks jump)");
-    }
     if scenario.topology.sentinels > 0 {
         out.push("Sentinel's own promotion (a soak scripts its failovers; sentinels are for replay and chaos)");
     }
@@ -139,6 +170,8 @@ pub struct Plan {
     in_sync: usize,
     /// Sentinel's rule: only a replica in sync may be promoted.
     most_advanced: bool,
+    /// Clock jumps strike a client's clock (the design compares client timestamps).
+    client_clocks: bool,
     first_fault: Option<Duration>,
     lengths: (f64, f64),
 }
@@ -160,6 +193,7 @@ impl Plan {
             replicas: scenario.topology.replicas as usize,
             in_sync: (scenario.wait_replicas as usize).min(scenario.topology.replicas as usize),
             most_advanced: scenario.topology.promotion == Promotion::MostAdvanced,
+            client_clocks: scenario.design == DesignId::GetsetTimestamp,
             first_fault: options.first_fault,
             lengths: options.fault_ttls,
         }
@@ -281,7 +315,12 @@ pub async fn run(
             .kinds
             .iter()
             .copied()
-            .filter(|k| *k != Kind::Failover || spare.iter().any(|s| !s.is_empty()))
+            .filter(|k| match k {
+                Kind::Failover | Kind::SplitBrain => spare.iter().any(|s| !s.is_empty()),
+                // Not drawn: it runs beside the schedule.
+                Kind::ClockDrift => false,
+                _ => true,
+            })
             .collect();
         let Some(&kind) = available.choose(&mut rng) else {
             // Nothing to inject: the clients run undisturbed to the end.
@@ -341,6 +380,65 @@ pub async fn run(
                     target.is_some(),
                 );
             }
+            Kind::LostReply => {
+                // The holder's next reply (a renewal's, or the release's), or by turns
+                // the one after it (its next acquire's, once it released).
+                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let c = target.unwrap_or(random_client);
+                let k = rng.random_range(1..=2u32);
+                let start = rec.ms();
+                let port = {
+                    let nem = cluster.lock().await;
+                    nem.link(c, slot).lose_reply(k);
+                    nem.link(c, slot).addr().port()
+                };
+                let end = tokio::time::Instant::now() + limit;
+                let lost = loop {
+                    let lost = cluster.lock().await.link(c, slot).lost_reply();
+                    if lost.is_some() || stop.load(Ordering::SeqCst) {
+                        break lost;
+                    }
+                    if tokio::time::Instant::now() >= end {
+                        break None;
+                    }
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                };
+                let nth = if k == 1 { "next reply" } else { "second reply" };
+                let what = match lost {
+                    Some(command) => format!(
+                        "proxy 127.0.0.1:{port} (client{} -> master{}) lost its {nth}, to {command}; connection closed",
+                        c + 1,
+                        slot + 1
+                    ),
+                    None => {
+                        // Nothing came back in time: the link must not lose a later reply.
+                        cluster.lock().await.partition(c, slot, false);
+                        format!(
+                            "proxy 127.0.0.1:{port} (client{} -> master{}) saw no {nth} to lose",
+                            c + 1,
+                            slot + 1
+                        )
+                    }
+                };
+                record(&rec, kind, Some(c), start, what, target.is_some());
+            }
+            Kind::ClockJump if plan.client_clocks => {
+                // While one client holds, another's clock jumps ahead: its lock's
+                // timestamp looks expired to it.
+                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let others: Vec<usize> = (0..n_clients).filter(|c| Some(*c) != target).collect();
+                let c = others.choose(&mut rng).copied().unwrap_or(random_client);
+                let start = rec.ms();
+                let shift = clients.clock(c);
+                shift.jump(plan.clock_jump_ms);
+                let what = format!(
+                    "client{} clock +{} ms (its lock's ClockShift, now {} ms: an emulation)",
+                    c + 1,
+                    plan.clock_jump_ms,
+                    shift.ms()
+                );
+                record(&rec, kind, Some(c), start, what, target.is_some());
+            }
             Kind::ClockJump => {
                 let target = holder(&rec, &mut rng, limit, &stop).await;
                 let mut nem = cluster.lock().await;
@@ -350,6 +448,8 @@ pub async fn run(
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
+            // Runs beside the schedule ([`drift`]), never drawn.
+            Kind::ClockDrift => {}
             Kind::Restart => {
                 let target = fresh_acquire(&rec, limit, &stop).await;
                 let mut nem = cluster.lock().await;
@@ -359,66 +459,59 @@ pub async fn run(
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
-            Kind::Failover => {
+            Kind::Failover | Kind::SplitBrain => {
                 let m = (0..plan.masters)
                     .filter(|m| !spare[*m].is_empty())
                     .collect::<Vec<_>>()
                     .choose(&mut rng)
                     .copied()
                     .unwrap_or(0);
-                // Aimed: a replica that lags (it will miss the next acquire), unless only
-                // one in sync may be promoted (Sentinel's rule) or none lags.
-                let (synced, lagging): (Vec<usize>, Vec<usize>) = {
-                    let nem = cluster.lock().await;
-                    spare[m].iter().partition(|&&n| nem.in_sync(n))
-                };
-                let pool = match (plan.most_advanced, synced.is_empty(), lagging.is_empty()) {
-                    (true, false, _) | (false, false, true) => synced,
-                    _ => lagging,
-                };
-                let r = pool[rng.random_range(0..pool.len())];
-                spare[m].retain(|&n| n != r);
-                // Replication catches up now; what comes after lags until the failover.
-                // (Replicas in sync need no catching up, and must stay on the network.)
-                for n in spare[m].iter().copied().chain([r]) {
-                    if cluster.lock().await.in_sync(n) {
-                        continue;
-                    }
-                    let what = cluster.lock().await.catch_up(n, m).await?;
-                    rec.push(Event::Fault {
-                        what: format!("replication: {what}"),
-                    });
-                }
-                // The lock entry the replicas copied expires before the failover (a
-                // replica that keeps up would have copied its deletion): what the
-                // promoted one lacks is the acquires since, the last one above all.
-                if sleep_or_stop(Duration::from_millis(plan.ttl_ms + plan.ttl_ms / 4), &stop).await
-                {
+                let Some(r) =
+                    prepare_promotion(&plan, &cluster, &rec, &mut spare[m], m, &mut rng, &stop)
+                        .await?
+                else {
                     return Ok(());
-                }
+                };
                 let target = fresh_acquire(&rec, limit, &stop).await;
-                let mut nem = cluster.lock().await;
                 let start = rec.ms();
-                let old = nem.serving(m);
-                let what = nem.failover_clients_first(m, r).await?;
-                drop(nem);
-                record(&rec, kind, None, start, what, target.is_some());
-                // The old master comes back as a replica, for the next failover.
-                let what = cluster.lock().await.rejoin_as_replica(old, m).await?;
-                rec.push(Event::Fault {
-                    what: format!("recovery: {what}"),
-                });
-                spare[m].push(old);
-                // Keep as many replicas in sync as the acquires WAIT for.
-                let mut nem = cluster.lock().await;
-                let synced = spare[m].iter().filter(|&&n| nem.in_sync(n)).count();
-                if synced < plan.in_sync {
-                    let what = nem.keep_in_sync(old).await?;
-                    rec.push(Event::Fault {
-                        what: format!("recovery: {what}"),
-                    });
-                }
-                drop(nem);
+                let old = if kind == Kind::Failover {
+                    let mut nem = cluster.lock().await;
+                    let old = nem.serving(m);
+                    let what = nem.failover_clients_first(m, r).await?;
+                    drop(nem);
+                    record(&rec, kind, None, start, what, target.is_some());
+                    old
+                } else {
+                    // The holder stays with the old master; every other client learns
+                    // the new one, which lacks the holder's acquire.
+                    let mut nem = cluster.lock().await;
+                    let mut what = nem.split_brain(m, r).await?;
+                    for c in (0..n_clients).filter(|c| Some(*c) != target) {
+                        if let Some(moved) = nem.redirect(c, m) {
+                            what.push_str(&format!("; client{} {moved}", c + 1));
+                        }
+                    }
+                    drop(nem);
+                    sleep_or_stop(length, &stop).await;
+                    let mut nem = cluster.lock().await;
+                    let Some((old, ended)) = nem.end_split(m).await? else {
+                        return Err(RunError::Client(format!(
+                            "the split brain on master{} was gone before its end",
+                            m + 1
+                        )));
+                    };
+                    drop(nem);
+                    record(
+                        &rec,
+                        kind,
+                        target,
+                        start,
+                        format!("{what}; then {ended}"),
+                        target.is_some(),
+                    );
+                    old
+                };
+                recover(&plan, &cluster, &rec, &mut spare[m], old, m).await?;
             }
         }
         let quiet = plan.ttls(&mut rng, 1.0, 3.0);
@@ -426,6 +519,117 @@ pub async fn run(
             return Ok(());
         }
     }
+}
+
+/// A step of the nemesis' own upkeep (replication, recovery), in the history.
+fn note(rec: &Recorder, step: &str, what: &str) {
+    rec.push(Event::Fault {
+        what: format!("{step}: {what}"),
+    });
+}
+
+/// Choose the replica of master slot `m` to promote and get the slot ready for it:
+/// the replicas catch up, then the lock entry they copied expires (a replica that keeps
+/// up would have copied its deletion), so that what the promoted one lacks is the
+/// acquires since, the next one above all. Aimed: a replica that lags, unless only one
+/// in sync may be promoted (Sentinel's rule) or none lags. `None` when the soak stopped.
+async fn prepare_promotion(
+    plan: &Plan,
+    cluster: &Mutex<Nemesis>,
+    rec: &Recorder,
+    spare: &mut Vec<usize>,
+    m: usize,
+    rng: &mut ChaCha8Rng,
+    stop: &AtomicBool,
+) -> Result<Option<usize>, RunError> {
+    let (synced, lagging): (Vec<usize>, Vec<usize>) = {
+        let nem = cluster.lock().await;
+        spare.iter().partition(|&&n| nem.in_sync(n))
+    };
+    let pool = match (plan.most_advanced, synced.is_empty(), lagging.is_empty()) {
+        (true, false, _) | (false, false, true) => synced,
+        _ => lagging,
+    };
+    let r = pool[rng.random_range(0..pool.len())];
+    spare.retain(|&n| n != r);
+    // Replication catches up now; what comes after lags until the promotion. (Replicas
+    // in sync need no catching up, and must stay on the network.)
+    for n in spare.iter().copied().chain([r]) {
+        if cluster.lock().await.in_sync(n) {
+            continue;
+        }
+        let what = cluster.lock().await.catch_up(n, m).await?;
+        note(rec, "replication", &what);
+    }
+    let expired = Duration::from_millis(plan.ttl_ms + plan.ttl_ms / 4);
+    if sleep_or_stop(expired, stop).await {
+        return Ok(None);
+    }
+    Ok(Some(r))
+}
+
+/// After a promotion on slot `m`, the old master `old` comes back empty as a replica,
+/// for the next one, kept in sync when the acquires `WAIT` for more replicas in sync.
+async fn recover(
+    plan: &Plan,
+    cluster: &Mutex<Nemesis>,
+    rec: &Recorder,
+    spare: &mut Vec<usize>,
+    old: usize,
+    m: usize,
+) -> Result<(), RunError> {
+    let what = cluster.lock().await.rejoin_as_replica(old, m).await?;
+    note(rec, "recovery", &what);
+    spare.push(old);
+    let mut nem = cluster.lock().await;
+    let synced = spare.iter().filter(|&&n| nem.in_sync(n)).count();
+    if synced < plan.in_sync {
+        let what = nem.keep_in_sync(old).await?;
+        note(rec, "recovery", &what);
+    }
+    Ok(())
+}
+
+/// Node clock drift for the whole soak: every `every`, each serving master's wall
+/// clock steps one tick (`tick_ms`) ahead. Recorded as one `clock-drift` fault from the
+/// first step to the stop.
+pub async fn drift(
+    cluster: Arc<Mutex<Nemesis>>,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+    masters: usize,
+    tick_ms: u64,
+    every: Duration,
+) -> Result<(), RunError> {
+    let step = i64::try_from(tick_ms).unwrap_or(i64::MAX);
+    let mut start = None;
+    let mut steps = 0u64;
+    while !sleep_or_stop(every, &stop).await {
+        let mut nem = cluster.lock().await;
+        for m in 0..masters {
+            let n = nem.serving(m);
+            if nem.alive(n) {
+                nem.clock_jump(n, step).await?;
+            }
+        }
+        drop(nem);
+        start.get_or_insert(rec.ms());
+        steps += 1;
+    }
+    if let Some(start) = start {
+        record(
+            &rec,
+            Kind::ClockDrift,
+            None,
+            start,
+            format!(
+                "every master's wall clock ran fast: +{tick_ms} ms every {} ms, {steps} steps (libclockshift)",
+                every.as_millis()
+            ),
+            false,
+        );
+    }
+    Ok(())
 }
 
 /// The observer's look at the lock key, in one step (a script, so that no command of

@@ -68,6 +68,8 @@ fn fault_color(kind: &str) -> &'static str {
         "restart" => "#b56be0",
         "partition" => "#5fb0e0",
         "container-pause" => "#7fd18b",
+        "lost-reply" => "#6b6bd6",
+        "split-brain" => "#c9844d",
         _ => "#e05f9a",
     }
 }
@@ -106,7 +108,8 @@ fn panel(
     for f in o
         .faults
         .iter()
-        .filter(|f| f.end_ms >= t0 && f.start_ms <= t1)
+        // Clock drift lasts the whole soak: named above the first panel, not shaded.
+        .filter(|f| f.end_ms >= t0 && f.start_ms <= t1 && f.kind != "clock-drift")
     {
         let (fy, fh) = match f.client {
             Some(c) => (lanes_top + c as f64 * LANE, LANE),
@@ -228,7 +231,11 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
         .max(1.0);
     let mut body = String::new();
     let mut y = 30.0;
-    y += panel(&mut body, o, &secs, y, 0.0, end, "whole soak");
+    let whole = match o.faults.iter().find(|f| f.kind == "clock-drift") {
+        Some(d) => format!("whole soak; throughout, {}", d.what),
+        None => "whole soak".to_string(),
+    };
+    y += panel(&mut body, o, &secs, y, 0.0, end, &whole);
     for v in &o.verdicts.violations {
         let (a, b) = o.interval(v);
         let pad = ((b - a) * 0.15).max(20.0);
@@ -244,17 +251,23 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
     }
     let mut legend = String::new();
     let mut lx = LEFT;
+    // The fault kinds of this run only.
     for (kind, label) in [
         ("", "critical section"),
         ("breach", "overlapping grant"),
         ("pause", "pause"),
         ("crash", "crash"),
+        ("lost-reply", "lost reply"),
         ("failover", "failover"),
+        ("split-brain", "split brain"),
         ("restart", "restart"),
         ("partition", "partition"),
         ("container-pause", "container pause"),
         ("clock-jump", "clock jump"),
-    ] {
+    ]
+    .into_iter()
+    .filter(|(kind, _)| matches!(*kind, "" | "breach") || o.faults.iter().any(|f| f.kind == *kind))
+    {
         let color = match kind {
             "" => "#3a6fd8",
             "breach" => "#d62728",
