@@ -146,6 +146,10 @@ pub struct SoakArgs {
     /// Seed of the fault schedule and of the clients' retry jitter.
     #[arg(long, value_name = "S", default_value_t = 0)]
     pub seed: u64,
+    /// Leave out the slow clients the nemesis otherwise draws beside the scenario's
+    /// faults (the model's step delays), to see the declared faults alone.
+    #[arg(long)]
+    pub no_slow_steps: bool,
     /// Write the history and the result as JSON to FILE, and the timeline picture next
     /// to it (FILE with the extension .svg).
     #[arg(long, value_name = "FILE")]

@@ -26,6 +26,14 @@ fn custom(name: &str) -> Scenario {
     Scenario::load(&path).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// Options for a soak of the scenario's declared faults alone (no slow clients), so
+/// that a short soak certainly draws the fault under test.
+fn declared_faults(sc: &Scenario, seconds: u64, seed: u64) -> SoakOptions {
+    let mut options = SoakOptions::new(sc, seconds, seed);
+    options.slow_steps = false;
+    options
+}
+
 fn require_environment() {
     if let Err(e) = locklab_cluster::preflight() {
         panic!("cannot run the soak tests: {e}");
@@ -55,7 +63,7 @@ fn run(scenario: &Scenario, options: &SoakOptions) -> SoakOutcome {
 fn a_pause_longer_than_the_lease_breaks_lua_release_in_a_short_soak() {
     require_environment();
     let sc = scenario("lua-release-pause");
-    let mut options = SoakOptions::new(&sc, 4, 3);
+    let mut options = declared_faults(&sc, 4, 3);
     // Forced: the first pause comes early and every pause outlasts the lease.
     options.first_fault = Some(Duration::from_millis(300));
     options.fault_ttls = (2.0, 2.5);
@@ -91,7 +99,7 @@ fn a_design_that_holds_shows_no_violation_in_a_short_soak() {
     // Pauses struck at holders, but the store checks fencing tokens on every access:
     // the resource stays safe although two clients are inside at once.
     let sc = scenario("fencing-pause");
-    let mut options = SoakOptions::new(&sc, 4, 5);
+    let mut options = declared_faults(&sc, 4, 5);
     options.first_fault = Some(Duration::from_millis(300));
     options.fault_ttls = (2.0, 2.5);
     let o = run(&sc, &options);
@@ -109,11 +117,49 @@ fn a_design_that_holds_shows_no_violation_in_a_short_soak() {
     }
     // And without faults the plain design holds every property.
     let sc = scenario("lua-release-no-faults");
-    let o = run(&sc, &SoakOptions::new(&sc, 3, 1));
+    let o = run(&sc, &declared_faults(&sc, 3, 1));
     assert!(o.faults.is_empty());
     // With nothing to inject, the clients still run the whole time.
     let last = o.history.entries.last().map_or(0.0, |e| e.ms);
     assert!(last > 2500.0, "the soak stopped at {last} ms");
+    assert!(o.counts.purchases > 5, "{:?}", o.counts);
+    assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
+}
+
+#[test]
+fn slow_steps_within_the_model_bound_break_a_short_lease_and_not_a_long_one() {
+    require_environment();
+    // lua-release-slow-holder: a 300 ms lease, 100 ms of work, steps of up to 100 ms.
+    // A slow holder's reply, read and write at 85-90 ms each outlast the lease, and
+    // the other client, retrying every 25-50 ms, gets in before the write.
+    let sc = scenario("lua-release-slow-holder");
+    let mut options = SoakOptions::new(&sc, 8, 1);
+    options.first_fault = Some(Duration::from_millis(300));
+    options.step_delays = (0.85, 0.9);
+    let o = run(&sc, &options);
+    assert!(
+        o.faults.iter().all(|f| f.kind == "slow-steps") && o.faults.iter().any(|f| f.aimed),
+        "{:?}",
+        o.faults
+    );
+    assert!(
+        o.verdicts.violated(Property::MutualExclusion),
+        "no violation found; faults {:?}, counts {:?}",
+        o.faults,
+        o.counts
+    );
+    // lua-release-no-faults: the same slow steps under a 500 ms lease break nothing,
+    // as the model says.
+    let sc = scenario("lua-release-no-faults");
+    let mut options = SoakOptions::new(&sc, 5, 1);
+    options.first_fault = Some(Duration::from_millis(300));
+    options.step_delays = (0.85, 0.9);
+    let o = run(&sc, &options);
+    assert!(
+        o.faults.iter().any(|f| f.kind == "slow-steps" && f.aimed),
+        "{:?}",
+        o.faults
+    );
     assert!(o.counts.purchases > 5, "{:?}", o.counts);
     assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
 }
@@ -124,14 +170,14 @@ fn a_custom_lock_runs_its_own_renewal_in_a_soak() {
     // examples/custom/correct.toml: a 700 ms critical section under a 600 ms lease,
     // kept by the team's compare-and-pexpire script. The driver runs those steps.
     let sc = custom("correct");
-    let o = run(&sc, &SoakOptions::new(&sc, 3, 1));
+    let o = run(&sc, &declared_faults(&sc, 3, 1));
     assert!(o.counts.purchases > 1, "{:?}", o.counts);
     assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
     // The same lock without its renewal step: the lease runs out inside the critical
     // section and the other client gets in.
     let mut bare = sc.clone();
     bare.lock.as_mut().unwrap().lock.renew = None;
-    let o = run(&bare, &SoakOptions::new(&bare, 3, 1));
+    let o = run(&bare, &declared_faults(&bare, 3, 1));
     assert!(
         o.verdicts.violated(Property::MutualExclusion),
         "no overlap without renewal: {:?}",
@@ -145,7 +191,7 @@ fn acquires_that_wait_for_a_replica_get_it_and_survive_a_failover() {
     // WAIT 1 with one replica: the replica replicates continuously, so acquires are
     // acknowledged, and the replica promoted right after an acquire has the entry.
     let sc = scenario("lua-release-failover-wait");
-    let mut options = SoakOptions::new(&sc, 5, 1);
+    let mut options = declared_faults(&sc, 5, 1);
     options.first_fault = Some(Duration::from_millis(500));
     let o = run(&sc, &options);
     assert!(
@@ -247,7 +293,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
     // naive-setnx-lost-reply: the holder's link loses a reply; a lost SETNX reply leaves
     // a key without expiry that no client holds.
     let sc = scenario("naive-setnx-lost-reply");
-    let mut options = SoakOptions::new(&sc, 6, 1);
+    let mut options = declared_faults(&sc, 6, 1);
     options.first_fault = Some(Duration::from_millis(300));
     let o = run(&sc, &options);
     let lost: Vec<&str> = o
@@ -265,7 +311,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
     // lua-release-split-brain: the holder keeps the old master, the other client
     // acquires on the promoted replica, which lacks the holder's entry.
     let sc = scenario("lua-release-split-brain");
-    let mut options = SoakOptions::new(&sc, 6, 1);
+    let mut options = declared_faults(&sc, 6, 1);
     options.first_fault = Some(Duration::from_millis(300));
     options.fault_ttls = (1.5, 2.0);
     let o = run(&sc, &options);
@@ -282,7 +328,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
     );
     // getset-timestamp-skew: a client's clock jumps ahead while the other holds.
     let sc = scenario("getset-timestamp-skew");
-    let mut options = SoakOptions::new(&sc, 5, 1);
+    let mut options = declared_faults(&sc, 5, 1);
     options.first_fault = Some(Duration::from_millis(300));
     let o = run(&sc, &options);
     assert!(
@@ -305,7 +351,7 @@ fn node_clocks_drift_through_a_whole_soak() {
     require_environment();
     // redlock-drift: masters' clocks run fast, and Redlock's drift allowance covers it.
     let sc = scenario("redlock-drift");
-    let o = run(&sc, &SoakOptions::new(&sc, 4, 1));
+    let o = run(&sc, &declared_faults(&sc, 4, 1));
     let drift: Vec<_> = o
         .faults
         .iter()

@@ -1,6 +1,8 @@
 //! The client pause gate: a stop-the-world switch for one client's lock tasks.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
@@ -9,11 +11,18 @@ use tokio::sync::watch;
 /// nothing, and replies that arrive are held (not fed to the state machine) until
 /// [`resume`](PauseGate::resume).
 ///
+/// It also emulates a slow client: with [`slow_steps`](PauseGate::slow_steps) every
+/// passage through the gate — before each send, after each reply arrives — takes the
+/// given delay, as a loaded machine or a slow network would (the model's step delays,
+/// `timing.max_step_delay`).
+///
 /// Cloneable; every clone is the same switch. Give one to
 /// [`LockBuilder::pause_gate`](super::LockBuilder::pause_gate) and keep another to flip it.
 #[derive(Clone, Debug)]
 pub struct PauseGate {
     state: Arc<watch::Sender<bool>>,
+    /// The delay of every passage, in µs (0: none).
+    step_delay_us: Arc<AtomicU64>,
 }
 
 impl Default for PauseGate {
@@ -27,6 +36,7 @@ impl PauseGate {
     pub fn new() -> Self {
         PauseGate {
             state: Arc::new(watch::Sender::new(false)),
+            step_delay_us: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -45,8 +55,30 @@ impl PauseGate {
         *self.state.borrow()
     }
 
-    /// Wait until the gate is open (returns at once when it is).
+    /// Slow steps: from now on every passage through the gate first waits `delay`
+    /// (a zero delay ends them, as [`steady`](PauseGate::steady) does).
+    pub fn slow_steps(&self, delay: Duration) {
+        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        self.step_delay_us.store(us, Ordering::SeqCst);
+    }
+
+    /// End slow steps: passages take no time again.
+    pub fn steady(&self) {
+        self.step_delay_us.store(0, Ordering::SeqCst);
+    }
+
+    /// The delay of every passage now (zero unless [`slow_steps`](PauseGate::slow_steps)).
+    pub fn step_delay(&self) -> Duration {
+        Duration::from_micros(self.step_delay_us.load(Ordering::SeqCst))
+    }
+
+    /// Wait until the gate is open (returns at once when it is, and no step delay is
+    /// set).
     pub async fn wait(&self) {
+        let delay = self.step_delay();
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
         if !self.is_paused() {
             return;
         }
@@ -76,5 +108,21 @@ mod tests {
             .await
             .unwrap()
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn slow_steps_delay_every_passage_until_steady() {
+        let gate = PauseGate::new();
+        gate.slow_steps(Duration::from_millis(30));
+        assert_eq!(gate.step_delay(), Duration::from_millis(30));
+        let start = tokio::time::Instant::now();
+        gate.wait().await;
+        gate.wait().await;
+        assert!(start.elapsed() >= Duration::from_millis(60));
+        gate.steady();
+        assert_eq!(gate.step_delay(), Duration::ZERO);
+        tokio::time::timeout(Duration::from_secs(1), gate.wait())
+            .await
+            .expect("a steady, open gate lets a passage through");
     }
 }

@@ -26,10 +26,15 @@ use crate::Failure;
 /// The command line that runs this soak again (same schedule seed; real timing varies).
 fn reproduce(args: &SoakArgs, clients: usize) -> String {
     format!(
-        "locklab soak {} --seconds {} --clients {clients} --seed {}",
+        "locklab soak {} --seconds {} --clients {clients} --seed {}{}",
         shell_word(&args.scenario),
         args.seconds,
-        args.seed
+        args.seed,
+        if args.no_slow_steps {
+            " --no-slow-steps"
+        } else {
+            ""
+        }
     )
 }
 
@@ -260,7 +265,8 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
     if let Some(c) = args.clients {
         options.clients = usize::from(c);
     }
-    let kinds: Vec<&str> = soak::nemesis::kinds(&scenario)
+    options.slow_steps = !args.no_slow_steps;
+    let kinds: Vec<&str> = soak::nemesis::kinds(&scenario, options.slow_steps)
         .iter()
         .map(|k| k.as_str())
         .collect();

@@ -57,6 +57,11 @@ pub struct SoakOptions {
     pub first_fault: Option<Duration>,
     /// The range, in ttls, the length of a lasting fault is drawn from.
     pub fault_ttls: (f64, f64),
+    /// The range, as fractions of the model's step bound (`max_step_delay × tick_ms`),
+    /// a slow client's step delay is drawn from.
+    pub step_delays: (f64, f64),
+    /// Whether the nemesis draws slow clients beside the scenario's faults.
+    pub slow_steps: bool,
 }
 
 impl SoakOptions {
@@ -68,6 +73,8 @@ impl SoakOptions {
             seed,
             first_fault: None,
             fault_ttls: (0.5, 2.5),
+            step_delays: (0.5, 0.9),
+            slow_steps: true,
         }
     }
 }
@@ -76,7 +83,8 @@ impl SoakOptions {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FaultRecord {
     /// The fault kind (`pause`, `crash`, `lost-reply`, `failover`, `split-brain`,
-    /// `restart`, `partition`, `container-pause`, `clock-jump`, `clock-drift`).
+    /// `restart`, `partition`, `container-pause`, `clock-jump`, `slow-steps`,
+    /// `clock-drift`).
     pub kind: String,
     /// The client it struck, if it struck one (a pause, a crash, a link cut).
     pub client: Option<usize>,
@@ -103,6 +111,8 @@ struct Inner {
     stock: Stock,
     /// Per client: in its critical section since (ms), if it is.
     inside: Vec<Option<f64>>,
+    /// Per client: between an acquire attempt's start and its outcome.
+    acquiring: Vec<bool>,
     /// The latest successful acquire: (client, ms).
     last_acquire: Option<(usize, f64)>,
     /// Per client: whether it holds or is acquiring the lock as the checker sees it
@@ -120,6 +130,7 @@ impl Recorder {
                 entries: Vec::new(),
                 stock: Stock::new(INITIAL_STOCK, fencing),
                 inside: vec![None; clients],
+                acquiring: vec![false; clients],
                 last_acquire: None,
                 holding: vec![(false, 0); clients],
                 faults: Vec::new(),
@@ -147,14 +158,22 @@ impl Recorder {
             }
         };
         match &event {
-            Event::AcquireStart { client, .. } => holds(&mut inner, *client, true),
-            Event::AcquireFailed { client, .. } => holds(&mut inner, *client, false),
+            Event::AcquireStart { client, .. } => {
+                inner.acquiring[*client] = true;
+                holds(&mut inner, *client, true)
+            }
+            Event::AcquireFailed { client, .. } => {
+                inner.acquiring[*client] = false;
+                holds(&mut inner, *client, false)
+            }
             Event::Acquired { client, .. } => {
+                inner.acquiring[*client] = false;
                 inner.inside[*client] = Some(ms);
                 inner.last_acquire = Some((*client, ms));
             }
             Event::Leave { client } => inner.inside[*client] = None,
             Event::Crash { client } | Event::Done { client } => {
+                inner.acquiring[*client] = false;
                 inner.inside[*client] = None;
                 holds(&mut inner, *client, false);
             }
@@ -231,6 +250,16 @@ impl Recorder {
             .iter()
             .enumerate()
             .filter_map(|(c, at)| at.map(|at| (c, at)))
+            .collect()
+    }
+
+    /// The clients in the middle of an acquire attempt now.
+    pub fn acquiring(&self) -> Vec<usize> {
+        self.lock()
+            .acquiring
+            .iter()
+            .enumerate()
+            .filter_map(|(c, on)| on.then_some(c))
             .collect()
     }
 
@@ -492,6 +521,19 @@ pub async fn soak(
         stop.clone(),
     ));
     tasks.0.push(nemesis_task.abort_handle());
+    // Slow clients run beside the schedule: step delays are part of every scenario's
+    // timing, so they may meet any fault, as in the model.
+    let slow_task = options.slow_steps.then(|| {
+        tokio::spawn(nemesis::slow_steps(
+            nemesis::Plan::of(scenario, options),
+            clients.clone(),
+            recorder.clone(),
+            stop.clone(),
+        ))
+    });
+    if let Some(t) = &slow_task {
+        tasks.0.push(t.abort_handle());
+    }
     let drift_task = (scenario.timing.node_drift > 0).then(|| {
         let horizon_ms = u64::from(scenario.timing.horizon).saturating_mul(scenario.timing.tick_ms);
         let every = Duration::from_millis(horizon_ms / u64::from(scenario.timing.node_drift));
@@ -549,6 +591,10 @@ pub async fn soak(
             )),
         },
     };
+    if let Some(t) = slow_task {
+        // It sets every gate steady and returns once it sees the stop.
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
     let grace = Duration::from_millis(spec.ttl_ms.saturating_mul(2)) + Duration::from_secs(2);
     clients.stop(grace).await;
     observer.abort();
@@ -603,6 +649,32 @@ mod tests {
         assert_eq!(owner_of("c12.1:0"), Some(12));
         assert_eq!(owner_of("1732000000123"), None);
         assert_eq!(owner_of(""), None);
+    }
+
+    #[test]
+    fn a_client_is_acquiring_from_its_attempt_to_the_attempt_s_outcome() {
+        let rec = Recorder::new(2, locklab::Fencing::Off);
+        let start = |c: usize| Event::AcquireStart {
+            client: c,
+            token: format!("{c}:0"),
+        };
+        rec.push(start(0));
+        rec.push(start(1));
+        assert_eq!(rec.acquiring(), vec![0, 1]);
+        rec.push(Event::Acquired {
+            client: 0,
+            fence: None,
+        });
+        rec.push(Event::AcquireFailed {
+            client: 1,
+            outcome: "busy".into(),
+        });
+        assert!(rec.acquiring().is_empty());
+        assert_eq!(rec.inside().len(), 1);
+        // A crash mid-acquire ends the attempt too.
+        rec.push(start(1));
+        rec.push(Event::Crash { client: 1 });
+        assert!(rec.acquiring().is_empty());
     }
 
     fn outcome(entries: Vec<(f64, Event)>, faults: Vec<FaultRecord>, v: Violation) -> SoakOutcome {

@@ -14,7 +14,10 @@
 //!
 //! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate) (scenario `pauses`);
 //! - `crash`: the client's task is aborted, and the client comes back as a new process
-//!   after the drawn length (`crashes`);
+//!   after the drawn length (`crashes`). Every other crash strikes a client in the
+//!   middle of an acquire instead of a holder: its gate is closed first, so that it
+//!   stops at its next send or reply (between two of the acquire's commands, or after
+//!   one that ran), and it dies there;
 //! - `failover`: the replicas catch up with the master (the run engine keeps them off
 //!   the network between catch-ups: replication lags until then) and one ttl passes
 //!   (the lock entry they copied expires, as if they had copied its deletion), then
@@ -49,6 +52,18 @@
 //!   sides of a partition, each side with a master). After the drawn length every link
 //!   leads to the promoted node and the old master is killed; it comes back empty as a
 //!   lagging replica (`split_brains`, with `replicas` at least 1).
+//!
+//! - `slow-steps` (every scenario: the model lets each step of a client, and each leg
+//!   of a command, take up to `timing.max_step_delay` ticks), beside the schedule above
+//!   ([`slow_steps`]) so that they meet its faults, as in the model; after a quiet 1 to
+//!   3 ttls, a client that is not in its critical section turns slow for 2 to 4 ttls — every passage through its
+//!   [`PauseGate`](locklab::driver::PauseGate) (before each send, after each reply
+//!   arrives, before its read and its write) takes 0.5 to 0.9 of `max_step_delay ×
+//!   tick_ms` (at most the horizon), drawn once per stretch: its next hold is slow from
+//!   the acquire on, within the model's bound (an emulation of a loaded machine or a
+//!   slow network, [`SLOW_STEPS_EMULATION`]). The other clients are as slow until it
+//!   acquires (else a rival that just released, trying again at once, always wins),
+//!   then fast again: a slow holder among fast rivals. Aimed: it acquired.
 //!
 //! - `clock-drift` (scenario `timing.node_drift`): every master's wall clock runs fast,
 //!   `node_drift` ticks for every `horizon` ticks of real time, in one-tick steps
@@ -91,6 +106,8 @@ pub enum Kind {
     ClockJump,
     LostReply,
     SplitBrain,
+    /// Not drawn by the schedule: [`slow_steps`] runs beside it.
+    SlowSteps,
     /// Not drawn by the schedule: [`drift`] runs beside it.
     ClockDrift,
 }
@@ -108,13 +125,15 @@ impl Kind {
             Kind::ClockJump => "clock-jump",
             Kind::LostReply => "lost-reply",
             Kind::SplitBrain => "split-brain",
+            Kind::SlowSteps => "slow-steps",
             Kind::ClockDrift => "clock-drift",
         }
     }
 }
 
-/// The fault kinds a scenario enables, as the soak injects them.
-pub fn kinds(scenario: &Scenario) -> Vec<Kind> {
+/// The fault kinds a scenario enables, as the soak injects them (`slow_steps`: with
+/// slow clients).
+pub fn kinds(scenario: &Scenario, slow_steps: bool) -> Vec<Kind> {
     let f = &scenario.faults;
     let mut kinds = Vec::new();
     if f.pauses > 0 {
@@ -142,11 +161,18 @@ pub fn kinds(scenario: &Scenario) -> Vec<Kind> {
     if f.clock_jumps > 0 {
         kinds.push(Kind::ClockJump);
     }
+    // Step delays are part of every scenario's timing, not a declared fault.
+    if slow_steps {
+        kinds.push(Kind::SlowSteps);
+    }
     if scenario.timing.node_drift > 0 {
         kinds.push(Kind::ClockDrift);
     }
     kinds
 }
+
+/// How a soak's slow steps are made, named in the docs and the fault records.
+pub const SLOW_STEPS_EMULATION: &str = "emulated: the client's pause gate delays every send, every reply it reads, and its own read and write";
 
 /// The scenario's fault kinds a soak does not inject.
 pub fn not_injected(scenario: &Scenario) -> Vec<&'static str> {
@@ -174,6 +200,11 @@ pub struct Plan {
     client_clocks: bool,
     first_fault: Option<Duration>,
     lengths: (f64, f64),
+    /// The range of slow steps, as fractions of `step_delay_ms`.
+    step_fractions: (f64, f64),
+    /// The model's bound on one step or leg, in ms (`max_step_delay × tick_ms`, at most
+    /// the horizon).
+    step_delay_ms: u64,
 }
 
 impl Plan {
@@ -185,7 +216,7 @@ impl Plan {
             .max(1);
         let jump = u64::from(scenario.timing.clock_jump).saturating_mul(tick_ms);
         Plan {
-            kinds: kinds(scenario),
+            kinds: kinds(scenario, options.slow_steps),
             seed: options.seed,
             ttl_ms,
             clock_jump_ms: i64::try_from(jump).unwrap_or(i64::MAX),
@@ -196,6 +227,9 @@ impl Plan {
             client_clocks: scenario.design == DesignId::GetsetTimestamp,
             first_fault: options.first_fault,
             lengths: options.fault_ttls,
+            step_fractions: options.step_delays,
+            step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
+                .saturating_mul(tick_ms),
         }
     }
 
@@ -240,11 +274,34 @@ async fn holder(
     limit: Duration,
     stop: &AtomicBool,
 ) -> Option<usize> {
+    first_of(rng, limit, stop, || {
+        rec.inside().into_iter().map(|(c, _)| c).collect()
+    })
+    .await
+}
+
+/// The target of a crash mid-acquire: a client in the middle of an acquire attempt
+/// (`Some`, aimed) within `limit`.
+async fn acquirer(
+    rec: &Recorder,
+    rng: &mut ChaCha8Rng,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> Option<usize> {
+    first_of(rng, limit, stop, || rec.acquiring()).await
+}
+
+/// One of the clients `candidates` lists, polled every millisecond for `limit`.
+async fn first_of(
+    rng: &mut ChaCha8Rng,
+    limit: Duration,
+    stop: &AtomicBool,
+    candidates: impl Fn() -> Vec<usize>,
+) -> Option<usize> {
     let end = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
-        let inside = rec.inside();
-        if let Some((c, _)) = inside.choose(rng) {
-            return Some(*c);
+        if let Some(&c) = candidates().choose(rng) {
+            return Some(c);
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
@@ -317,8 +374,8 @@ pub async fn run(
             .copied()
             .filter(|k| match k {
                 Kind::Failover | Kind::SplitBrain => spare.iter().any(|s| !s.is_empty()),
-                // Not drawn: it runs beside the schedule.
-                Kind::ClockDrift => false,
+                // Not drawn: they run beside the schedule.
+                Kind::ClockDrift | Kind::SlowSteps => false,
                 _ => true,
             })
             .collect();
@@ -332,7 +389,14 @@ pub async fn run(
         let slot = rng.random_range(0..plan.masters);
         match kind {
             Kind::Pause | Kind::Crash | Kind::Partition => {
-                let target = holder(&rec, &mut rng, limit, &stop).await;
+                // Every other crash strikes mid-acquire: between the acquire's commands,
+                // or after one that ran, is where a multi-command acquire breaks.
+                let mid_acquire = kind == Kind::Crash && rng.random_bool(0.5);
+                let target = if mid_acquire {
+                    acquirer(&rec, &mut rng, limit, &stop).await
+                } else {
+                    holder(&rec, &mut rng, limit, &stop).await
+                };
                 let c = target.unwrap_or(random_client);
                 let start = rec.ms();
                 let what = match kind {
@@ -346,10 +410,19 @@ pub async fn run(
                         format!("client{} stop-the-world pause", c + 1)
                     }
                     Kind::Crash => {
+                        // At once: an acquire lasts about a round trip per command.
                         clients.crash(c);
                         sleep_or_stop(length, &stop).await;
                         clients.restart(c);
-                        format!("client{} crashed, back as a new process", c + 1)
+                        format!(
+                            "client{} crashed{}, back as a new process",
+                            c + 1,
+                            match (mid_acquire, target.is_some()) {
+                                (true, true) => " in the middle of an acquire",
+                                (false, true) => " in its critical section",
+                                _ => "",
+                            }
+                        )
                     }
                     _ => {
                         let cut = cluster.lock().await.partition(c, slot, true);
@@ -448,8 +521,8 @@ pub async fn run(
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
-            // Runs beside the schedule ([`drift`]), never drawn.
-            Kind::ClockDrift => {}
+            // Run beside the schedule ([`drift`], [`slow_steps`]), never drawn.
+            Kind::ClockDrift | Kind::SlowSteps => {}
             Kind::Restart => {
                 let target = fresh_acquire(&rec, limit, &stop).await;
                 let mut nem = cluster.lock().await;
@@ -518,6 +591,80 @@ pub async fn run(
         if sleep_or_stop(quiet, &stop).await {
             return Ok(());
         }
+    }
+}
+
+/// Slow clients, beside the schedule until the soak stops: after a quiet 1 to 3 ttls, a
+/// client not in its critical section turns slow for 2 to 4 ttls (see the module doc).
+pub async fn slow_steps(
+    plan: Plan,
+    clients: Arc<Clients>,
+    rec: Arc<Recorder>,
+    stop: Arc<AtomicBool>,
+) {
+    // Its own stream, so that the schedule's draws are the same with or without it.
+    let mut rng = ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5105_7e95);
+    let n_clients = clients.len();
+    let kind = Kind::SlowSteps;
+    let mut first = plan.first_fault;
+    loop {
+        let quiet = first
+            .take()
+            .unwrap_or_else(|| plan.ttls(&mut rng, 1.0, 3.0));
+        if sleep_or_stop(quiet, &stop).await {
+            return;
+        }
+        let random_client = rng.random_range(0..n_clients);
+        // A client about to acquire, so that its next hold is slow throughout.
+        let inside = rec.inside();
+        let outside: Vec<usize> = (0..n_clients)
+            .filter(|c| inside.iter().all(|(i, _)| i != c))
+            .collect();
+        let c = outside.choose(&mut rng).copied().unwrap_or(random_client);
+        let (lo, hi) = plan.step_fractions;
+        let f = if hi > lo {
+            rng.random_range(lo..hi)
+        } else {
+            lo
+        };
+        let delay = Duration::from_secs_f64(plan.step_delay_ms as f64 / 1000.0 * f.max(0.0));
+        let stretch = plan.ttls(&mut rng, 2.0, 4.0);
+        let end = tokio::time::Instant::now() + stretch;
+        let start = rec.ms();
+        // Every client is slow until `c` acquires, so that it wins the lock as
+        // often as they do (a fast rival that released tries again at once);
+        // then the others are fast again: a slow holder among fast rivals.
+        for k in 0..n_clients {
+            clients.gate(k).slow_steps(delay);
+        }
+        let mut acquired_at = None;
+        while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+            if acquired_at.is_none() {
+                if let Some((who, at)) = rec.last_acquire() {
+                    if who == c && at >= start {
+                        acquired_at = Some(at);
+                        for k in (0..n_clients).filter(|&k| k != c) {
+                            clients.gate(k).steady();
+                        }
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        for k in 0..n_clients {
+            clients.gate(k).steady();
+        }
+        let rivals = match acquired_at {
+            Some(at) => format!("the others until it acquired at {:.0} ms", at),
+            None => "the others too (it did not acquire)".to_string(),
+        };
+        let what = format!(
+            "client{} slow: every step {:.0} ms (bound {} ms), {rivals}; {SLOW_STEPS_EMULATION}",
+            c + 1,
+            delay.as_secs_f64() * 1000.0,
+            plan.step_delay_ms
+        );
+        record(&rec, kind, Some(c), start, what, acquired_at.is_some());
     }
 }
 

@@ -70,6 +70,7 @@ fn fault_color(kind: &str) -> &'static str {
         "container-pause" => "#7fd18b",
         "lost-reply" => "#6b6bd6",
         "split-brain" => "#c9844d",
+        "slow-steps" => "#cfcfcf",
         _ => "#e05f9a",
     }
 }
@@ -264,6 +265,7 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
         ("partition", "partition"),
         ("container-pause", "container pause"),
         ("clock-jump", "clock jump"),
+        ("slow-steps", "slow steps"),
     ]
     .into_iter()
     .filter(|(kind, _)| matches!(*kind, "" | "breach") || o.faults.iter().any(|f| f.kind == *kind))
