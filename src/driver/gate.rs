@@ -14,15 +14,30 @@ use tokio::sync::watch;
 /// It also emulates a slow client: with [`slow_steps`](PauseGate::slow_steps) every
 /// passage through the gate — before each send, after each reply arrives — takes the
 /// given delay, as a loaded machine or a slow network would (the model's step delays,
-/// `timing.max_step_delay`).
+/// `timing.max_step_delay`). With [`slow_operations`](PauseGate::slow_operations) only
+/// the lock's operations are slow and its renewal task keeps time: the model delays
+/// each step on its own, so a holder's work can lag while its watchdog, a timer of its
+/// own, renews on time.
 ///
 /// Cloneable; every clone is the same switch. Give one to
 /// [`LockBuilder::pause_gate`](super::LockBuilder::pause_gate) and keep another to flip it.
 #[derive(Clone, Debug)]
 pub struct PauseGate {
     state: Arc<watch::Sender<bool>>,
-    /// The delay of every passage, in µs (0: none).
+    /// The delay of every passage of an operation, in µs (0: none).
     step_delay_us: Arc<AtomicU64>,
+    /// The delay of every passage of the renewal task, in µs (0: none).
+    renewal_delay_us: Arc<AtomicU64>,
+}
+
+/// Whose passage through the gate: one of the lock's operations (acquire, release, an
+/// explicit extend, the caller's own steps), or the renewal task's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Passage {
+    /// An operation the caller awaits.
+    Operation,
+    /// A renewal by the lock's renewal task (the watchdog).
+    Renewal,
 }
 
 impl Default for PauseGate {
@@ -37,6 +52,7 @@ impl PauseGate {
         PauseGate {
             state: Arc::new(watch::Sender::new(false)),
             step_delay_us: Arc::new(AtomicU64::new(0)),
+            renewal_delay_us: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -58,24 +74,49 @@ impl PauseGate {
     /// Slow steps: from now on every passage through the gate first waits `delay`
     /// (a zero delay ends them, as [`steady`](PauseGate::steady) does).
     pub fn slow_steps(&self, delay: Duration) {
-        let us = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
+        let us = micros(delay);
         self.step_delay_us.store(us, Ordering::SeqCst);
+        self.renewal_delay_us.store(us, Ordering::SeqCst);
+    }
+
+    /// Slow operations: from now on every passage of the lock's operations first waits
+    /// `delay`, while the renewal task's passages take no time.
+    pub fn slow_operations(&self, delay: Duration) {
+        self.step_delay_us.store(micros(delay), Ordering::SeqCst);
+        self.renewal_delay_us.store(0, Ordering::SeqCst);
     }
 
     /// End slow steps: passages take no time again.
     pub fn steady(&self) {
         self.step_delay_us.store(0, Ordering::SeqCst);
+        self.renewal_delay_us.store(0, Ordering::SeqCst);
     }
 
-    /// The delay of every passage now (zero unless [`slow_steps`](PauseGate::slow_steps)).
+    /// The delay of every passage of an operation now (zero unless
+    /// [`slow_steps`](PauseGate::slow_steps) or
+    /// [`slow_operations`](PauseGate::slow_operations)).
     pub fn step_delay(&self) -> Duration {
-        Duration::from_micros(self.step_delay_us.load(Ordering::SeqCst))
+        self.delay(Passage::Operation)
+    }
+
+    /// The delay of a passage of `whose` now.
+    pub fn delay(&self, whose: Passage) -> Duration {
+        let us = match whose {
+            Passage::Operation => &self.step_delay_us,
+            Passage::Renewal => &self.renewal_delay_us,
+        };
+        Duration::from_micros(us.load(Ordering::SeqCst))
     }
 
     /// Wait until the gate is open (returns at once when it is, and no step delay is
-    /// set).
+    /// set): an operation's passage.
     pub async fn wait(&self) {
-        let delay = self.step_delay();
+        self.pass(Passage::Operation).await
+    }
+
+    /// A passage of `whose`: its delay, if any, then until the gate is open.
+    pub async fn pass(&self, whose: Passage) {
+        let delay = self.delay(whose);
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
@@ -86,6 +127,10 @@ impl PauseGate {
         // The sender lives as long as `self`, so this cannot fail.
         let _ = rx.wait_for(|paused| !*paused).await;
     }
+}
+
+fn micros(delay: Duration) -> u64 {
+    u64::try_from(delay.as_micros()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
@@ -124,5 +169,24 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(1), gate.wait())
             .await
             .expect("a steady, open gate lets a passage through");
+    }
+
+    #[tokio::test]
+    async fn slow_operations_leave_the_renewal_task_on_time() {
+        let gate = PauseGate::new();
+        gate.slow_operations(Duration::from_millis(40));
+        assert_eq!(gate.delay(Passage::Operation), Duration::from_millis(40));
+        assert_eq!(gate.delay(Passage::Renewal), Duration::ZERO);
+        let start = tokio::time::Instant::now();
+        gate.pass(Passage::Operation).await;
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        tokio::time::timeout(Duration::from_millis(20), gate.pass(Passage::Renewal))
+            .await
+            .expect("a renewal's passage takes no time while only operations are slow");
+        gate.slow_steps(Duration::from_millis(40));
+        assert_eq!(gate.delay(Passage::Renewal), Duration::from_millis(40));
+        gate.steady();
+        assert_eq!(gate.delay(Passage::Operation), Duration::ZERO);
+        assert_eq!(gate.delay(Passage::Renewal), Duration::ZERO);
     }
 }

@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::clock::Clock;
 use super::error::LockError;
-use super::gate::PauseGate;
+use super::gate::{Passage, PauseGate};
 use super::guard::LockGuard;
 use super::in_flight::InFlight;
 use super::node::Node;
@@ -121,7 +121,12 @@ impl Shared {
     ///
     /// The pause gate is awaited before every send and after every reply arrives, before
     /// the machine sees it.
-    async fn run(&self, machine: &mut LockMachine, mut step: Step) -> Result<Finished, LockError> {
+    async fn run(
+        &self,
+        machine: &mut LockMachine,
+        mut step: Step,
+        whose: Passage,
+    ) -> Result<Finished, LockError> {
         // Filled in (one slot per node) by the first failure only.
         let mut failures: Vec<Option<LockError>> = Vec::new();
         let mut in_flight = InFlight::default();
@@ -132,13 +137,13 @@ impl Shared {
             let (node, result) = if step.sends.len() == 1 && in_flight.is_empty() {
                 // One command and nothing else in flight (every single-node design): await
                 // it in place, as a direct call would.
-                self.gate.wait().await;
+                self.gate.pass(whose).await;
                 let send = step.sends.pop().expect("one send");
                 let result = self.node(send.node)?.execute(&send.command).await;
                 (send.node, result)
             } else {
                 if !step.sends.is_empty() {
-                    self.gate.wait().await;
+                    self.gate.pass(whose).await;
                     for send in step.sends.drain(..) {
                         let node = self.node(send.node)?.clone();
                         let command = send.command;
@@ -150,7 +155,7 @@ impl Shared {
                 })?
             };
             // A paused client does not see its replies until it resumes.
-            self.gate.wait().await;
+            self.gate.pass(whose).await;
             let answer = match result {
                 Ok(reply) => Ok(reply),
                 Err(e) => {
@@ -180,8 +185,9 @@ impl Shared {
         &self,
         machine: &mut LockMachine,
         step: Step,
+        whose: Passage,
     ) -> Result<Finished, LockError> {
-        let result = self.run(machine, step).await;
+        let result = self.run(machine, step, whose).await;
         if result.is_err() {
             machine.reset(&self.cfg);
         }
@@ -278,7 +284,10 @@ impl Shared {
         let Finished {
             outcome,
             mut failures,
-        } = match self.run_or_reset(&mut machine, step).await {
+        } = match self
+            .run_or_reset(&mut machine, step, Passage::Operation)
+            .await
+        {
             Ok(f) => f,
             Err(e) => {
                 if let Some(s) = &current {
@@ -354,7 +363,10 @@ impl Shared {
             return Err(self.not_held());
         }
         let step = machine.release(&self.cfg, self.clock.now());
-        let mut finished = match self.run_or_reset(&mut machine, step).await {
+        let mut finished = match self
+            .run_or_reset(&mut machine, step, Passage::Operation)
+            .await
+        {
             Ok(f) => f,
             Err(e) => {
                 session.end(true);
@@ -393,9 +405,13 @@ impl Shared {
         }
     }
 
-    /// Extend the lease (the `extend` call and the watchdog's renewal). `Ok` with the
-    /// validity left.
-    pub(crate) async fn renew(&self, session: &Arc<Session>) -> Result<Duration, LockError> {
+    /// Extend the lease (the `extend` call, an operation, and the watchdog's renewal,
+    /// `whose` says which). `Ok` with the validity left.
+    pub(crate) async fn renew(
+        &self,
+        session: &Arc<Session>,
+        whose: Passage,
+    ) -> Result<Duration, LockError> {
         if !super::builder::extends(&self.cfg) {
             return Err(LockError::Unsupported {
                 design: self.cfg.design,
@@ -408,7 +424,7 @@ impl Shared {
             return Err(self.not_held());
         }
         let step = machine.renew(&self.cfg, self.clock.now());
-        let mut finished = match self.run_or_reset(&mut machine, step).await {
+        let mut finished = match self.run_or_reset(&mut machine, step, whose).await {
             Ok(f) => f,
             Err(e) => {
                 session.end(true);
@@ -547,7 +563,7 @@ impl Lock {
         if !Arc::ptr_eq(guard.shared(), &self.shared) {
             return Err(LockError::WrongLock);
         }
-        self.shared.renew(guard.session()).await
+        self.shared.renew(guard.session(), Passage::Operation).await
     }
 
     /// The configuration the machine runs with.

@@ -110,7 +110,7 @@ pub use builder::LockBuilder;
 pub use clock::ClockShift;
 pub use connections::Connections;
 pub use error::LockError;
-pub use gate::PauseGate;
+pub use gate::{Passage, PauseGate};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use node::{Node, NodeTimeouts};

@@ -18,7 +18,9 @@
 //! machine's ([`LockMachine::renewing`]), the same one the model checks.
 //!
 //! It obeys the pause gate like every operation: a paused client renews nothing, which
-//! is exactly how a stop-the-world pause defeats a watchdog.
+//! is exactly how a stop-the-world pause defeats a watchdog. Its passages are the
+//! renewal task's own ([`Passage::Renewal`]): a gate can slow the lock's operations
+//! while the watchdog, a timer of its own, keeps time.
 //!
 //! [`DesignId::renews`]: crate::DesignId::renews
 //! [`LockConfig::renew_interval`]: crate::LockConfig::renew_interval
@@ -33,6 +35,7 @@ use tokio::sync::Notify;
 use tokio::task::AbortHandle;
 
 use super::error::LockError;
+use super::gate::Passage;
 use super::lock::{Session, Shared};
 
 /// A lock's renewal task: started on the first hold, woken by later ones.
@@ -90,7 +93,7 @@ fn spawn(shared: Weak<Shared>, wake: Arc<Notify>) -> AbortHandle {
                 let Some(strong) = shared.upgrade() else {
                     return;
                 };
-                strong.gate.wait().await;
+                strong.gate.pass(Passage::Renewal).await;
                 let every = Duration::from_millis(strong.cfg.renew_interval());
                 let Some(current) = strong.current().filter(|s| s.renews()) else {
                     break;
@@ -100,7 +103,7 @@ fn spawn(shared: Weak<Shared>, wake: Arc<Notify>) -> AbortHandle {
                     (session, due) = (Arc::downgrade(&current), current.began + every);
                     continue;
                 }
-                match strong.renew(&current).await {
+                match strong.renew(&current, Passage::Renewal).await {
                     Ok(_) => {}
                     // Lost (the session is marked), or the hold is over.
                     Err(LockError::NotHeld { .. }) => break,

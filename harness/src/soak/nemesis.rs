@@ -63,7 +63,11 @@
 //!   the acquire on, within the model's bound (an emulation of a loaded machine or a
 //!   slow network, [`SLOW_STEPS_EMULATION`]). The other clients are as slow until it
 //!   acquires (else a rival that just released, trying again at once, always wins),
-//!   then fast again: a slow holder among fast rivals. Aimed: it acquired.
+//!   then fast again: a slow holder among fast rivals; a hold that began slow stays
+//!   slow to its end (within 4 more ttls). Aimed: it acquired. Where the
+//!   lock has a renewal task, every other stretch (drawn) leaves the renewals on time
+//!   (`PauseGate::slow_operations`): the model delays each step on its own, so a
+//!   holder's read can lag while its watchdog renews on time.
 //!
 //! - `clock-drift` (scenario `timing.node_drift`): every master's wall clock runs fast,
 //!   `node_drift` ticks for every `horizon` ticks of real time, in one-tick steps
@@ -205,6 +209,8 @@ pub struct Plan {
     /// The model's bound on one step or leg, in ms (`max_step_delay × tick_ms`, at most
     /// the horizon).
     step_delay_ms: u64,
+    /// The lock has a renewal task (a watchdog, or a custom lock's renewal step).
+    renews: bool,
 }
 
 impl Plan {
@@ -230,6 +236,11 @@ impl Plan {
             step_fractions: options.step_delays,
             step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
                 .saturating_mul(tick_ms),
+            renews: scenario.watchdog()
+                || scenario
+                    .lock
+                    .as_ref()
+                    .is_some_and(|l| l.lock.renew.is_some()),
         }
     }
 
@@ -628,6 +639,9 @@ pub async fn slow_steps(
             lo
         };
         let delay = Duration::from_secs_f64(plan.step_delay_ms as f64 / 1000.0 * f.max(0.0));
+        // The model delays each step on its own: with a renewal task, every other
+        // stretch leaves it on time while the holder's own steps lag.
+        let renewals_on_time = plan.renews && rng.random_bool(0.5);
         let stretch = plan.ttls(&mut rng, 2.0, 4.0);
         let end = tokio::time::Instant::now() + stretch;
         let start = rec.ms();
@@ -635,10 +649,23 @@ pub async fn slow_steps(
         // often as they do (a fast rival that released tries again at once);
         // then the others are fast again: a slow holder among fast rivals.
         for k in 0..n_clients {
-            clients.gate(k).slow_steps(delay);
+            let gate = clients.gate(k);
+            if renewals_on_time {
+                gate.slow_operations(delay);
+            } else {
+                gate.slow_steps(delay);
+            }
         }
         let mut acquired_at = None;
-        while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        // A hold that began slow stays slow to its end (as the model's slow holder is),
+        // within 4 more ttls.
+        let last = end + Duration::from_millis(plan.ttl_ms.saturating_mul(4));
+        loop {
+            let now = tokio::time::Instant::now();
+            let holding = acquired_at.is_some() && rec.inside().iter().any(|(i, _)| *i == c);
+            if stop.load(Ordering::SeqCst) || now >= last || (now >= end && !holding) {
+                break;
+            }
             if acquired_at.is_none() {
                 if let Some((who, at)) = rec.last_acquire() {
                     if who == c && at >= start {
@@ -658,8 +685,13 @@ pub async fn slow_steps(
             Some(at) => format!("the others until it acquired at {:.0} ms", at),
             None => "the others too (it did not acquire)".to_string(),
         };
+        let renewals = if renewals_on_time {
+            " (its renewals on time)"
+        } else {
+            ""
+        };
         let what = format!(
-            "client{} slow: every step {:.0} ms (bound {} ms), {rivals}; {SLOW_STEPS_EMULATION}",
+            "client{} slow: every step {:.0} ms{renewals} (bound {} ms), {rivals}; {SLOW_STEPS_EMULATION}",
             c + 1,
             delay.as_secs_f64() * 1000.0,
             plan.step_delay_ms
