@@ -24,9 +24,13 @@
 //! ttl, so that it outlasts the holder's lease. Every other step is one of the allowed
 //! non-fault actions (client steps, deliveries, replication, the clock's tick), picked
 //! in one of two ways drawn per seed (a swarm): uniformly among them, or by turns among
-//! the parties (each client, the clock, replication), so that every party moves at one
-//! pace. The first finds the breaks that need one party to lag, the second the races
-//! that need the parties to alternate; `locklab bench generator` measures each.
+//! the parties (each client, the clock, replication) with a lagging holder: every party
+//! moves at one pace, except one client (drawn) that, while it holds the lock, takes
+//! each of its steps only when nothing else can move (the latest the model's step bound
+//! allows). The first finds the breaks that need some party to lag (a replica behind
+//! at a failover), the second the races that need the parties to alternate and the slow
+//! holder that outlives its lease. `locklab bench generator` measures each, and plain
+//! turns beside them.
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
 //! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
@@ -118,7 +122,7 @@ fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> 
 }
 
 /// How the walks of a run pick their steps: [`Scheduling::Swarm`] (what `chaos` uses)
-/// draws uniform or by-turns per seed; the other two force one, for `locklab bench
+/// draws uniform or lagging holder per seed; the others force one, for `locklab bench
 /// generator`, which compares them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scheduling {
@@ -126,19 +130,27 @@ pub enum Scheduling {
     Uniform,
     /// By turns among the parties.
     Turns,
-    /// Each seed draws one of the two.
+    /// By turns, except that one client (drawn) lags while it holds the lock.
+    Laggard,
+    /// Each seed draws uniform or lagging holder.
     Swarm,
 }
 
 impl Scheduling {
     /// Every scheduling, as `bench generator` lists them.
-    pub const ALL: [Scheduling; 3] = [Scheduling::Uniform, Scheduling::Turns, Scheduling::Swarm];
+    pub const ALL: [Scheduling; 4] = [
+        Scheduling::Uniform,
+        Scheduling::Turns,
+        Scheduling::Laggard,
+        Scheduling::Swarm,
+    ];
 
     /// Its name in tables.
     pub fn name(self) -> &'static str {
         match self {
             Scheduling::Uniform => "uniform",
             Scheduling::Turns => "turns",
+            Scheduling::Laggard => "laggard",
             Scheduling::Swarm => "swarm",
         }
     }
@@ -348,17 +360,20 @@ fn choose(
                 undo.retain(|(_, u)| u != a);
             });
     }
-    Some(sched.pick(&ordinary, rng))
+    Some(sched.pick(state, &ordinary, rng))
 }
 
-/// How a walk picks among the ordinary steps the model allows, drawn per run (half the
-/// runs each, a swarm of two): uniformly among the steps, so that a party with more
-/// steps open moves faster; or by turns among the parties (each client with the
-/// execution of its requests, the clock, replication), from a random order, the party
-/// that moved going to the back, so that every party moves at one pace. The first
-/// finds breaks that need one party to lag (a slow holder, a failover while a replica
-/// lags); the second the check-then-act races that need the parties to alternate
-/// (measured on the model's walks: reports/chaos.md).
+/// How a walk picks among the ordinary steps the model allows: uniformly among the
+/// steps, so that a party with more steps open moves faster; by turns among the parties
+/// (each client with the execution of its requests, the clock, replication), from a
+/// random order, the party that moved going to the back, so that every party moves at
+/// one pace; or by turns with a lagging holder. `chaos` draws the first or the last per
+/// run (half the runs each, a swarm of two): uniform choices find breaks that need some
+/// party to lag (a failover while a replica lags); turns with a lagging holder the
+/// check-then-act races that need the parties to alternate, and a holder as slow as the
+/// step bound allows, whose lease runs out before it is done. Plain turns find the
+/// races as often but not the slow holder (measured on the model's walks:
+/// reports/bench-generator.md).
 #[derive(Clone, Debug)]
 enum Scheduler {
     Uniform,
@@ -366,22 +381,38 @@ enum Scheduler {
         /// Parties, the next to move first.
         queue: Vec<usize>,
     },
+    Laggard {
+        /// The client that lags while it holds the lock.
+        client: usize,
+        /// Parties, the next to move first.
+        queue: Vec<usize>,
+    },
 }
 
 impl Scheduler {
     fn draw(clients: usize, scheduling: Scheduling, rng: &mut ChaCha8Rng) -> Scheduler {
-        let turns = rng.random_bool(0.5);
-        let turns = match scheduling {
-            Scheduling::Uniform => false,
-            Scheduling::Turns => true,
-            Scheduling::Swarm => turns,
+        let drawn = if rng.random_bool(0.5) {
+            Scheduling::Laggard
+        } else {
+            Scheduling::Uniform
         };
-        if !turns {
-            return Scheduler::Uniform;
+        let scheduling = match scheduling {
+            Scheduling::Swarm => drawn,
+            forced => forced,
+        };
+        match scheduling {
+            Scheduling::Turns | Scheduling::Laggard => {}
+            _ => return Scheduler::Uniform,
         }
         let mut queue: Vec<usize> = (0..clients + 2).collect();
         for i in (1..queue.len()).rev() {
             queue.swap(i, rng.random_range(0..=i));
+        }
+        if scheduling == Scheduling::Laggard {
+            return Scheduler::Laggard {
+                client: rng.random_range(0..clients.max(1)),
+                queue,
+            };
         }
         Scheduler::Turns { queue }
     }
@@ -394,10 +425,28 @@ impl Scheduler {
         }
     }
 
-    fn pick(&mut self, actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
-        let Scheduler::Turns { queue } = self else {
-            return weighted(actions, rng);
+    fn pick(&mut self, state: &State, actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
+        let (queue, actions) = match self {
+            Scheduler::Uniform => return weighted(actions, rng),
+            Scheduler::Laggard { client, queue } => {
+                let client = *client;
+                let lagging = state.clients.get(client).is_some_and(|c| c.holding());
+                // Its steps wait while anything else can move; the model's step bound
+                // stops the clock until they come, so they come at the latest.
+                let others: Vec<Action> = actions
+                    .iter()
+                    .copied()
+                    .filter(|a| a.client().map(usize::from) != Some(client))
+                    .collect();
+                if lagging && !others.is_empty() {
+                    (queue, others)
+                } else {
+                    (queue, actions.to_vec())
+                }
+            }
+            Scheduler::Turns { queue } => (queue, actions.to_vec()),
         };
+        let actions = &actions[..];
         let clients = queue.len() - 2;
         let (pos, party) = queue
             .iter()
@@ -466,20 +515,20 @@ mod tests {
     }
 
     #[test]
-    fn the_swarm_draws_each_scheduling_and_each_finds_what_the_other_misses() {
-        // Per seed, the swarm's schedule is the uniform one or the by-turns one.
+    fn the_swarm_draws_each_scheduling_and_each_finds_what_the_others_miss() {
+        // Per seed, the swarm's schedule is the uniform one or the one with a lagging
+        // holder.
         let m = model("getset-timestamp-two-stealers");
-        let (mut uniform, mut turns) = (0, 0);
+        let mut drawn = [0usize; 2];
         for seed in 0..40 {
             let swarm = generate(&m, seed).actions;
-            uniform += usize::from(swarm == generate_with(&m, seed, Scheduling::Uniform).actions);
-            turns += usize::from(swarm == generate_with(&m, seed, Scheduling::Turns).actions);
+            let which = [Scheduling::Uniform, Scheduling::Laggard]
+                .iter()
+                .position(|&s| swarm == generate_with(&m, seed, s).actions)
+                .unwrap_or_else(|| panic!("seed {seed}: the swarm's schedule is neither"));
+            drawn[which] += 1;
         }
-        assert_eq!(uniform + turns, 40, "{uniform} + {turns}");
-        assert!(
-            uniform >= 10 && turns >= 10,
-            "{uniform} uniform, {turns} by turns"
-        );
+        assert!(drawn.iter().all(|&n| n >= 10), "drawn {drawn:?}");
         // Taking turns finds the stealers' check-then-act race far more often...
         let seeds = 1000..1100;
         let (u, t) = (
@@ -497,7 +546,19 @@ mod tests {
             breaks(&m, Scheduling::Turns, seeds.clone()),
         );
         assert!(u > t, "failover: uniform {u}, turns {t}");
-        assert!(breaks(&m, Scheduling::Swarm, seeds) > 0);
+        assert!(breaks(&m, Scheduling::Swarm, seeds.clone()) > 0);
+        // A holder that lags as far as the step bound allows outlives its lease, which
+        // neither of the others finds often.
+        let m = model("lua-release-slow-holder");
+        let (u, t, l) = (
+            breaks(&m, Scheduling::Uniform, seeds.clone()),
+            breaks(&m, Scheduling::Turns, seeds.clone()),
+            breaks(&m, Scheduling::Laggard, seeds),
+        );
+        assert!(
+            l >= 10 && l >= 3 * u.max(t),
+            "slow holder: uniform {u}, turns {t}, laggard {l}"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `locklab bench generator`: how often the chaos generator's schedules break what a
 //! scenario expects broken, in the model alone (no Docker: a schedule's model walk is
 //! what the real run follows step by step), for each way of picking steps side by side
-//! ([`Scheduling`]): uniform, by turns, and the swarm of the two that `chaos` uses.
+//! ([`Scheduling`]): uniform, by turns, by turns with a lagging holder, and the swarm of
+//! uniform and lagging holder that `chaos` uses.
 //! The real rates on Redis follow the model's (reports/chaos.md: no run went another
 //! way than its model walk); this is the cheap measure of detection power.
 
