@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{ms, Raw, Redis};
-use locklab::driver::{Lock, LockBuilder, LockError};
+use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
 
 const TTL: u64 = 500;
 
@@ -247,4 +247,63 @@ async fn redlock_with_an_unreachable_url_still_reaches_quorum() {
     let g = a.try_acquire().await.unwrap().expect("2 of 3 granted");
     assert!(g.validity().unwrap() > Duration::ZERO);
     a.release(g).await.unwrap();
+}
+
+/// An acquire so slow that a majority's grants leave no validity is refused as such
+/// (not as "held by another client"), and its grants are released: the client's steps
+/// are slowed through its pause gate, as a loaded machine would.
+#[tokio::test]
+async fn redlock_3_slow_acquire_has_no_validity() {
+    let redis = Redis::start(3).await;
+    let urls = redis.urls();
+    let raw = raws(&urls).await;
+    let key = common::key("slow");
+    let gate = PauseGate::new();
+    let build = |retries: u32| {
+        LockBuilder::redlock()
+            .key(&key)
+            .nodes(urls.iter().cloned())
+            .ttl(ms(150))
+            .retry_count(retries)
+            .retry_delay(ms(10))
+            .pause_gate(gate.clone())
+            .build()
+    };
+    let lock = build(0).await.unwrap();
+    // One passage before the fan-out and one after each of the three replies: 4 × 60 ms
+    // outlast the 150 ms lease.
+    gate.slow_steps(ms(60));
+    let e = lock.try_acquire().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            LockError::NoValidity {
+                granted: 3,
+                masters: 3,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
+    assert!(e.to_string().contains("no validity was left"), "{e}");
+    for (i, r) in raw.iter().enumerate() {
+        assert!(
+            !r.exists(&key).await,
+            "the grant on master {i} was released"
+        );
+    }
+    let retrying = build(1).await.unwrap();
+    assert!(matches!(
+        retrying.acquire().await,
+        Err(LockError::NoValidity { .. })
+    ));
+    // At full speed the same lock is granted.
+    gate.steady();
+    let g = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("granted when not slow");
+    lock.release(g).await.unwrap();
 }

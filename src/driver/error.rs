@@ -137,6 +137,23 @@ pub enum LockError {
         failures: Vec<LockError>,
     },
 
+    /// Redlock: a majority of the masters granted the lock, but the acquire took so long
+    /// that no validity was left (the lease minus the time the acquire took and the
+    /// clock-drift allowance). The grants were released; nobody else holds it.
+    #[error(
+        "acquiring `{key}` used up its lease: {granted} of {masters} masters granted it, but \
+         no validity was left after the time the acquire took and the clock-drift \
+         allowance; the grants were released"
+    )]
+    NoValidity {
+        /// The lock key.
+        key: String,
+        /// Masters that granted it.
+        granted: usize,
+        /// Masters in all.
+        masters: usize,
+    },
+
     /// `WAIT` saw fewer replicas than required; the grant was released.
     #[error("`WAIT` saw {acks} replica(s), {wanted} required; the grant was released")]
     NotReplicated {
@@ -218,7 +235,8 @@ impl LockError {
     }
 
     /// Whether [`Lock::acquire`](super::Lock::acquire) tries again after this error
-    /// (a node failure, a missed quorum or replication); configuration errors are final.
+    /// (a node failure, a missed quorum, validity or replication); configuration errors
+    /// are final.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
@@ -229,6 +247,7 @@ impl LockError {
                 | LockError::ReadOnly { .. }
                 | LockError::Unavailable { .. }
                 | LockError::NoQuorum { .. }
+                | LockError::NoValidity { .. }
                 | LockError::NotReplicated { .. }
         )
     }

@@ -321,6 +321,14 @@ impl Shared {
             Outcome::Denied(Denied::NoQuorum { granted }) => {
                 let masters = self.cfg.masters;
                 let quorum = masters / 2 + 1;
+                if granted >= quorum {
+                    // A majority granted it: the machine refused for want of validity.
+                    return Err(LockError::NoValidity {
+                        key: self.cfg.key.clone(),
+                        granted,
+                        masters,
+                    });
+                }
                 let failed: Vec<LockError> = failures.into_iter().flatten().collect();
                 let held_elsewhere = masters.saturating_sub(granted + failed.len());
                 if failed.is_empty() || held_elsewhere >= quorum {
@@ -510,7 +518,8 @@ impl Lock {
 
     /// One attempt: `Ok(Some(guard))` when acquired, `Ok(None)` when another client
     /// holds the lock, `Err` when a node failed (naming it), a Redlock quorum was missed
-    /// because nodes failed ([`LockError::NoQuorum`]), or `WAIT` saw too few replicas.
+    /// because nodes failed ([`LockError::NoQuorum`]), a Redlock majority came too late
+    /// to leave any validity ([`LockError::NoValidity`]), or `WAIT` saw too few replicas.
     ///
     /// A timed-out attempt may have taken the lock anyway; it is left to expire after
     /// the ttl (so retrying at once usually finds it held).
