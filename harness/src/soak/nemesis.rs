@@ -65,7 +65,7 @@
 //!   acquires (else a rival that just released, trying again at once, always wins),
 //!   then fast again: a slow holder among fast rivals; a hold that began slow stays
 //!   slow to its end (within 4 more ttls). Aimed: it acquired. Where the
-//!   lock has a renewal task, every other stretch (drawn) leaves the renewals on time
+//!   lock has a renewal task, half the stretches (drawn) leave the renewals on time
 //!   (`PauseGate::slow_operations`): the model delays each step on its own, so a
 //!   holder's read can lag while its watchdog renews on time.
 //!
@@ -639,8 +639,8 @@ pub async fn slow_steps(
             lo
         };
         let delay = Duration::from_secs_f64(plan.step_delay_ms as f64 / 1000.0 * f.max(0.0));
-        // The model delays each step on its own: with a renewal task, every other
-        // stretch leaves it on time while the holder's own steps lag.
+        // The model delays each step on its own: with a renewal task, half the
+        // stretches leave it on time while the holder's own steps lag.
         let renewals_on_time = plan.renews && rng.random_bool(0.5);
         let stretch = plan.ttls(&mut rng, 2.0, 4.0);
         let end = tokio::time::Instant::now() + stretch;
