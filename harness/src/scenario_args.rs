@@ -30,7 +30,17 @@ pub fn resolve(arg: &str) -> Result<Scenario, Failure> {
     };
     if path.is_dir() {
         return Err(Failure::BadInput(format!(
-            "{}: is a directory; explain takes one scenario",
+            "{}: is a directory; this command takes one scenario",
+            path.display()
+        )));
+    }
+    if path.extension().is_some_and(|e| e == "json") {
+        // A trace, most likely: its scenario is embedded, but this command searches or
+        // runs a scenario of its own.
+        return Err(Failure::BadInput(format!(
+            "{}: a JSON file, not a scenario; this command takes a scenario (.toml) or \
+             its name in {DEFAULT_DIR}/ (a trace's counterexample runs on Redis with \
+             `locklab replay TRACE.json`)",
             path.display()
         )));
     }

@@ -302,6 +302,16 @@ fn explain_narrates_each_violated_property() {
     let out = locklab(&dir, &["explain", "no-such-scenario"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no-such-scenario"));
+    // A trace where a scenario belongs: said so, and where a trace goes.
+    fs::write(dir.join("slow.mutual_exclusion.json"), "{}").unwrap();
+    let out = locklab(&dir, &["explain", "slow.mutual_exclusion.json"]);
+    assert_eq!(code(&out), 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("slow.mutual_exclusion.json: a JSON file, not a scenario")
+            && err.contains("locklab replay TRACE.json"),
+        "{err}"
+    );
 }
 
 #[test]
