@@ -380,12 +380,8 @@ enum Scheduler {
     Turns {
         /// Parties, the next to move first.
         queue: Vec<usize>,
-    },
-    Laggard {
-        /// The client that lags while it holds the lock.
-        client: usize,
-        /// Parties, the next to move first.
-        queue: Vec<usize>,
+        /// The client that lags while it holds the lock, if any.
+        laggard: Option<usize>,
     },
 }
 
@@ -408,13 +404,9 @@ impl Scheduler {
         for i in (1..queue.len()).rev() {
             queue.swap(i, rng.random_range(0..=i));
         }
-        if scheduling == Scheduling::Laggard {
-            return Scheduler::Laggard {
-                client: rng.random_range(0..clients.max(1)),
-                queue,
-            };
-        }
-        Scheduler::Turns { queue }
+        let laggard =
+            (scheduling == Scheduling::Laggard).then(|| rng.random_range(0..clients.max(1)));
+        Scheduler::Turns { queue, laggard }
     }
 
     /// The party an action belongs to: its client, the clock, or replication.
@@ -426,27 +418,27 @@ impl Scheduler {
     }
 
     fn pick(&mut self, state: &State, actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
-        let (queue, actions) = match self {
-            Scheduler::Uniform => return weighted(actions, rng),
-            Scheduler::Laggard { client, queue } => {
-                let client = *client;
-                let lagging = state.clients.get(client).is_some_and(|c| c.holding());
-                // Its steps wait while anything else can move; the model's step bound
-                // stops the clock until they come, so they come at the latest.
-                let others: Vec<Action> = actions
+        let Scheduler::Turns { queue, laggard } = self else {
+            return weighted(actions, rng);
+        };
+        // A lagging holder's steps wait while anything else can move; the model's step
+        // bound stops the clock until they come, so they come at the latest.
+        let others: Vec<Action>;
+        let actions = match *laggard {
+            Some(c) if state.clients.get(c).is_some_and(|client| client.holding()) => {
+                others = actions
                     .iter()
                     .copied()
-                    .filter(|a| a.client().map(usize::from) != Some(client))
+                    .filter(|a| a.client().map(usize::from) != Some(c))
                     .collect();
-                if lagging && !others.is_empty() {
-                    (queue, others)
+                if others.is_empty() {
+                    actions
                 } else {
-                    (queue, actions.to_vec())
+                    &others
                 }
             }
-            Scheduler::Turns { queue } => (queue, actions.to_vec()),
+            _ => actions,
         };
-        let actions = &actions[..];
         let clients = queue.len() - 2;
         let (pos, party) = queue
             .iter()
