@@ -188,11 +188,12 @@ pub enum FaultKind {
     Partition,
     ClockJump,
     LostReply,
+    SplitBrain,
 }
 
 impl FaultKind {
     /// Every kind, in the order of the `[faults]` keys.
-    pub const ALL: [FaultKind; 7] = [
+    pub const ALL: [FaultKind; 8] = [
         FaultKind::Pause,
         FaultKind::Crash,
         FaultKind::Failover,
@@ -200,6 +201,7 @@ impl FaultKind {
         FaultKind::Partition,
         FaultKind::ClockJump,
         FaultKind::LostReply,
+        FaultKind::SplitBrain,
     ];
 
     /// The kind of a fault action (`None` for every other action).
@@ -212,6 +214,7 @@ impl FaultKind {
             Action::Partition(..) => FaultKind::Partition,
             Action::NodeClockJump(_) | Action::ClientClockJump(_) => FaultKind::ClockJump,
             Action::LoseReply(..) => FaultKind::LostReply,
+            Action::SplitBrain(..) => FaultKind::SplitBrain,
             _ => return None,
         })
     }
@@ -226,6 +229,7 @@ impl FaultKind {
             FaultKind::Partition => "partitions",
             FaultKind::ClockJump => "clock_jumps",
             FaultKind::LostReply => "lost_replies",
+            FaultKind::SplitBrain => "split_brains",
         }
     }
 
@@ -239,6 +243,7 @@ impl FaultKind {
             FaultKind::Partition => faults.partitions,
             FaultKind::ClockJump => faults.clock_jumps,
             FaultKind::LostReply => faults.lost_replies,
+            FaultKind::SplitBrain => faults.split_brains,
         }
     }
 }

@@ -180,6 +180,18 @@ fn coverage_reports_faults_during_holds_and_attempts_after_a_loss() {
         !r.coverage.fault_during_hold(FaultKind::Crash),
         "no crash budget"
     );
+    assert!(!r.coverage.fault_during_hold(FaultKind::SplitBrain));
+    // A split brain is a fault of the budget like the others: a "holds" that never
+    // split a holder's master from its replica would be vacuous.
+    let split = check(&scenario(
+        "lua-release",
+        7,
+        1,
+        8,
+        "[topology]\nmasters = 1\nreplicas = 1\n[faults]\nsplit_brains = 1",
+    ));
+    assert!(split.coverage.fault_during_hold(FaultKind::SplitBrain));
+    assert!(!split.coverage.fault_during_hold(FaultKind::Failover));
     assert!(
         r.coverage.attempt_after_loss,
         "a paused holder's lease runs out"
