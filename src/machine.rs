@@ -179,9 +179,13 @@ impl Grant {
 pub enum Denied {
     /// Somebody else holds it; `pttl` is the holder's remaining time when Redis said so.
     Held { pttl: Option<i64> },
-    /// Redlock: fewer than a majority of masters granted it, or the validity left was
-    /// not positive; partial grants were released.
+    /// Redlock: fewer than a majority of masters granted it; partial grants were
+    /// released.
     NoQuorum { granted: usize },
+    /// Redlock: a majority granted it, but so late that no validity was left (the
+    /// acquire took longer than the lease, less the drift allowance); the grants were
+    /// released.
+    NoValidity { granted: usize },
     /// `WAIT` saw fewer replicas than required; the grant was released.
     NotReplicated { acks: i64 },
     /// A node did not answer (timeout, connection error); the lock may or may not have

@@ -672,7 +672,7 @@ fn redlock_slow_acquire_leaves_no_validity() {
     let left = u64::try_from(sim.cfg.lease_end(0)).expect("positive");
     sim.advance(left);
     let outcome = sim.finish(a);
-    assert_eq!(outcome, Outcome::Denied(Denied::NoQuorum { granted: 3 }));
+    assert_eq!(outcome, Outcome::Denied(Denied::NoValidity { granted: 3 }));
     assert!(sim.free(), "{:?}", sim.holders());
     assert_eq!(sim.displaced.len(), 3, "released on every master");
 }

@@ -214,7 +214,11 @@ impl Protocol for Redlock {
                     self.phase = Phase::Held(grant.clone());
                     Step::done(Outcome::Acquired(grant))
                 } else {
-                    let why = Denied::NoQuorum { granted: count };
+                    let why = if count >= quorum {
+                        Denied::NoValidity { granted: count }
+                    } else {
+                        Denied::NoQuorum { granted: count }
+                    };
                     self.release_all(cfg, grant, Some(why))
                 }
             }

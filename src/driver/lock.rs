@@ -318,17 +318,14 @@ impl Shared {
             }
             Outcome::Denied(Denied::Held { .. }) if reentry.is_some() => Err(self.not_held()),
             Outcome::Denied(Denied::Held { .. }) => Ok(None),
+            Outcome::Denied(Denied::NoValidity { granted }) => Err(LockError::NoValidity {
+                key: self.cfg.key.clone(),
+                granted,
+                masters: self.cfg.masters,
+            }),
             Outcome::Denied(Denied::NoQuorum { granted }) => {
                 let masters = self.cfg.masters;
                 let quorum = masters / 2 + 1;
-                if granted >= quorum {
-                    // A majority granted it: the machine refused for want of validity.
-                    return Err(LockError::NoValidity {
-                        key: self.cfg.key.clone(),
-                        granted,
-                        masters,
-                    });
-                }
                 let failed: Vec<LockError> = failures.into_iter().flatten().collect();
                 let held_elsewhere = masters.saturating_sub(granted + failed.len());
                 if failed.is_empty() || held_elsewhere >= quorum {
