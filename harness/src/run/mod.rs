@@ -650,6 +650,26 @@ impl Run {
             return Ok(());
         }
         let node = usize::from(f.node);
+        if matches!(action, Action::Timeout(..)) && f.node != serving[m] && self.nemesis.alive(node)
+        {
+            // Split brain: the client learnt the new master and reconnected; the old
+            // one is still up, but the request addressed to it went with the dropped
+            // connection and never ran (as the model's timeout says).
+            self.line(
+                client_name(c),
+                format!(
+                    "{} to {} dropped with the old connection: timeout",
+                    f.command,
+                    node_name(node)
+                ),
+                None,
+            );
+            let now = self.clock(c);
+            let change =
+                self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+            self.changed(c, change);
+            return Ok(());
+        }
         let custom = self.is_custom(&f.command);
         let before = if custom {
             self.key_holder(node).await
