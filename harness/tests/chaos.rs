@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use locklab_harness::generator;
-use locklab_model::model::LockModel;
+use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::{Property, Scenario};
 use serde_json::Value;
+use stateright::Model;
 
 const BIN: &str = env!("CARGO_BIN_EXE_locklab");
 
@@ -58,6 +59,35 @@ fn assert_no_leftovers(report: &Value) {
             "left behind by {cluster}: {containers:?} {networks:?}"
         );
     }
+}
+
+/// `locklab chaos PATH --seed SEED --runs 1 --json DIR/chaos.json`: its output and report.
+fn one_run(path: &Path, seed: u64, dir: &Path) -> (Output, Value) {
+    let json = dir.join("chaos.json");
+    let seed = seed.to_string();
+    let out = chaos(&[
+        path.to_str().unwrap(),
+        "--seed",
+        &seed,
+        "--runs",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let report = fs::read_to_string(&json)
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .unwrap_or(Value::Null);
+    (out, report)
+}
+
+/// The properties a run's real history broke.
+fn real_violations(run: &Value) -> Vec<&str> {
+    run["real_violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["property"].as_str().unwrap())
+        .collect()
 }
 
 #[test]
@@ -131,17 +161,7 @@ fn a_violation_of_a_property_expected_to_hold_fails_with_the_command_that_reprod
                 .contains(&Property::MutualExclusion)
         })
         .expect("some schedule lets the slow holder's lease run out");
-    let json = dir.join("chaos.json");
-    let seed_arg = seed.to_string();
-    let out = chaos(&[
-        path.to_str().unwrap(),
-        "--seed",
-        &seed_arg,
-        "--runs",
-        "1",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
+    let (out, report) = one_run(&path, seed, &dir);
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = format!(
@@ -150,16 +170,93 @@ fn a_violation_of_a_property_expected_to_hold_fails_with_the_command_that_reprod
     );
     assert!(stdout.contains(&line), "no `{line}` in {}", show(&out));
     assert!(stdout.contains("VIOLATION"), "{}", show(&out));
-    let report: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
     let run = &report["runs"][0];
     assert_eq!(run["unexpected"], true, "{run}");
-    let real: Vec<&str> = run["real_violations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v["property"].as_str().unwrap())
-        .collect();
-    assert!(real.contains(&"mutual_exclusion"), "{run}");
+    assert!(real_violations(run).contains(&"mutual_exclusion"), "{run}");
+    assert_no_leftovers(&report);
+    fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_run_that_breaks_an_expected_violation_is_not_vacuous_though_nobody_finished() {
+    require_environment();
+    // A paused holder's lease runs out and a second client gets in; the horizon ends
+    // before either writes. Such a run exercised the lock: exit 0, not vacuous.
+    let path = scenario_path("fencing-watchdog-pause");
+    let model = LockModel::new(&Scenario::load(&path).unwrap());
+    let seed = (1000..1500u64)
+        .find(|&s| {
+            let schedule = generator::generate(&model, s);
+            schedule
+                .model_violations
+                .contains(&Property::MutualExclusion)
+                && !schedule
+                    .actions
+                    .iter()
+                    .any(|a| matches!(a, Action::Write(_)))
+        })
+        .expect("some schedule breaks mutual exclusion before any write");
+    let dir = temp_dir("unfinished");
+    let (out, report) = one_run(&path, seed, &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(report["critical_sections"], 0, "{report}");
+    assert_eq!(report["vacuous"], false, "{report}");
+    let run = &report["runs"][0];
+    assert!(real_violations(run).contains(&"mutual_exclusion"), "{run}");
+    assert_no_leftovers(&report);
+    fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn after_a_split_brain_a_request_left_on_the_old_masters_connection_times_out_as_in_the_model() {
+    require_environment();
+    // A client learns the new master while its request to the old one (still up) is on
+    // its way: the model says that request never runs and times out. Find such a
+    // schedule with the pure generator, run it, and the real run goes as its model walk.
+    let path = scenario_path("lua-release-split-brain-wait");
+    let model = LockModel::new(&Scenario::load(&path).unwrap());
+    let left_behind = |s: &locklab_model::state::State, a: &Action| {
+        let Action::Timeout(c, m) = *a else {
+            return false;
+        };
+        let client = &s.clients[usize::from(c)];
+        let flight = client.flights[usize::from(m)].as_ref();
+        s.split.as_ref().is_some_and(|split| {
+            split.moved & (1 << c) != 0
+                && flight.is_some_and(|f| f.node == split.old && f.held.is_none())
+        })
+    };
+    let seed = (1000..3000u64)
+        .find(|&seed| {
+            let schedule = generator::generate(&model, seed);
+            let mut state = model.init_states().remove(0);
+            // ...and in which a client completes its critical section (a run without one
+            // is vacuous).
+            let writes = schedule
+                .actions
+                .iter()
+                .any(|a| matches!(a, Action::Write(_)));
+            writes
+                && schedule.actions.iter().any(|a| {
+                    let hit = left_behind(&state, a);
+                    state = model.next_state(&state, *a).unwrap();
+                    hit
+                })
+        })
+        .expect("some schedule leaves a request on the old master's connection");
+    let dir = temp_dir("split-timeout");
+    let (out, report) = one_run(&path, seed, &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let run = &report["runs"][0];
+    assert!(run["stopped"].is_null(), "seed {seed}: {run}");
+    assert_eq!(run["agrees_with_model_walk"], true, "seed {seed}: {run}");
+    let dropped = run["timeline"].as_array().unwrap().iter().any(|e| {
+        e["event"]
+            .as_str()
+            .unwrap()
+            .contains("dropped with the old connection")
+    });
+    assert!(dropped, "seed {seed}: {run}");
     assert_no_leftovers(&report);
     fs::remove_dir_all(&dir).ok();
 }
