@@ -14,9 +14,10 @@
 //! from that step on the walk takes an allowed action of that kind as soon as there is
 //! one **aimed at a hold**: a client fault (pause, crash, partition, lost reply, clock
 //! jump) strikes a client that holds the lock (a crash or a lost reply also one that is
-//! acquiring it), a node fault (failover, restart, clock jump) comes while some client
-//! holds it (a failover only while the replica it promotes missed a write; replication
-//! waits while a failover is due), and only while another client may still try.
+//! acquiring it), a node fault (failover, split brain, restart, clock jump) comes while
+//! some client holds it (a failover or a split brain only while the replica it promotes
+//! missed a write; replication waits while one is due), and only while another client
+//! may still try.
 //! That is where a lock breaks; a fault between holds, or after the last contender is
 //! done, tests nothing. A fault that finds no such hold within the busy stretch after its
 //! step, or once no client is left to contend, strikes unaimed. A pause or a partition
@@ -31,6 +32,14 @@
 //! at a failover), the second the races that need the parties to alternate and the slow
 //! holder that outlives its lease. `locklab bench generator` measures each, and plain
 //! turns beside them.
+//!
+//! A denied client's retry is not taken the moment the model allows it: the model lets
+//! it retry whenever it likes, and a real client backs off. Each retry waits a number
+//! of ticks drawn from none to the ttl and the step bound ([`Backoff`]), so that some
+//! retries come at once and some after the lease they were refused ran out, which is
+//! when a holder that outlived its lease (paused, slow, its renewal lost) meets a
+//! second holder. Without it a refused client spent its attempts within a tick or two
+//! of its first, long before any lease ran out.
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
 //! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
@@ -92,21 +101,11 @@ impl Schedule {
 
 fn plan(model: &LockModel, active: usize, rng: &mut ChaCha8Rng) -> Vec<Planned> {
     let timing = &model.scenario.timing;
-    let f = &model.scenario.faults;
-    let budget = [
-        (FaultKind::Pause, f.pauses),
-        (FaultKind::Crash, f.crashes),
-        (FaultKind::Failover, f.failovers),
-        (FaultKind::Restart, f.restarts),
-        (FaultKind::Partition, f.partitions),
-        (FaultKind::ClockJump, f.clock_jumps),
-        (FaultKind::LostReply, f.lost_replies),
-    ];
     let shortest_hold = timing.ttl.max(1);
     let longest_hold = 2 * timing.ttl + timing.max_step_delay + 1;
     let mut planned = Vec::new();
-    for (kind, n) in budget {
-        for _ in 0..n {
+    for kind in FaultKind::ALL {
+        for _ in 0..kind.budget(&model.scenario.faults) {
             // In the first half of the busy stretch: later, the other clients are
             // often done, and a hold without a contender cannot break.
             let step = rng.random_range(0..(active / 2).max(1));
@@ -201,11 +200,14 @@ pub fn generate_with(model: &LockModel, seed: u64, scheduling: Scheduling) -> Sc
 fn walk(
     model: &LockModel,
     sched: &mut Scheduler,
-    mut planned: Vec<Planned>,
+    planned: Vec<Planned>,
     rng: &mut ChaCha8Rng,
 ) -> Vec<Action> {
-    // Undo steps (resume, heal) and the tick from which each is due.
-    let mut undo: Vec<(u32, Action)> = Vec::new();
+    let mut faults = FaultPlan {
+        planned,
+        undo: Vec::new(),
+    };
+    let mut backoff = Backoff::new(model);
     let mut state = model.init_states().remove(0);
     let mut tick: u32 = 0;
     let mut actions = Vec::new();
@@ -219,8 +221,8 @@ fn walk(
             &enabled,
             (step, tick),
             sched,
-            &mut planned,
-            &mut undo,
+            &mut faults,
+            &mut backoff,
             rng,
         ) else {
             break;
@@ -269,9 +271,10 @@ fn aimed(state: &State, fault: &Action) -> bool {
             .enumerate()
             .any(|(i, client)| client.holding() && contender(i)),
     };
-    // A failover breaks a lock only when the promoted replica missed the holder's write.
+    // A failover or a split brain breaks a lock only when the promoted replica missed
+    // the holder's write.
     let behind = match *fault {
-        Action::Failover(master, replica) => {
+        Action::Failover(master, replica) | Action::SplitBrain(master, replica) => {
             let data = |n: u8| state.nodes.get(usize::from(n)).map(|node| &node.data);
             data(master) != data(replica)
         }
@@ -288,6 +291,14 @@ fn contenders_left(state: &State) -> bool {
         .any(|c| matches!(c.phase, Phase::Idle | Phase::Acquiring))
 }
 
+/// The faults of a walk still to come.
+struct FaultPlan {
+    /// Planned and not yet struck.
+    planned: Vec<Planned>,
+    /// Undo steps (resume, heal) and the tick from which each is due.
+    undo: Vec<(u32, Action)>,
+}
+
 /// The next step: a due undo, else a due planned fault (aimed at a hold, or unaimed once
 /// its patience ran out), else a uniform choice among the allowed non-fault actions (an
 /// undo that is not due yet is not among them).
@@ -296,13 +307,14 @@ fn choose(
     enabled: &[Action],
     (step, tick): (usize, u32),
     sched: &mut Scheduler,
-    planned: &mut Vec<Planned>,
-    undo: &mut Vec<(u32, Action)>,
+    faults: &mut FaultPlan,
+    backoff: &mut Backoff,
     rng: &mut ChaCha8Rng,
 ) -> Option<Action> {
     if enabled.is_empty() {
         return None;
     }
+    let FaultPlan { planned, undo } = faults;
     if let Some(i) = undo
         .iter()
         .position(|(at, a)| *at <= tick && enabled.contains(a))
@@ -336,11 +348,11 @@ fn choose(
         return Some(fault);
     }
     let pending_undo = |a: &Action| undo.iter().any(|(_, u)| u == a);
-    // While a failover is due, replication waits: a replica that has caught up with the
-    // holder's write is not one whose promotion can break the lock.
+    // While a failover or a split brain is due, replication waits: a replica that has
+    // caught up with the holder's write is not one whose promotion can break the lock.
     let failover_due = planned
         .iter()
-        .any(|p| p.kind == FaultKind::Failover && p.step <= step);
+        .any(|p| matches!(p.kind, FaultKind::Failover | FaultKind::SplitBrain) && p.step <= step);
     let mut ordinary: Vec<Action> = enabled
         .iter()
         .copied()
@@ -349,6 +361,7 @@ fn choose(
     if failover_due && ordinary.iter().any(|a| !matches!(a, Action::Replicate(_))) {
         ordinary.retain(|a| !matches!(a, Action::Replicate(_)));
     }
+    backoff.hold_back(state, tick, &mut ordinary, rng);
     if ordinary.is_empty() {
         // Only faults and undos that are not due: let the undo come early rather than
         // stop the run with a client paused.
@@ -361,6 +374,69 @@ fn choose(
             });
     }
     Some(sched.pick(state, &ordinary, rng))
+}
+
+/// A denied client's back-off: the model lets it retry whenever it likes, and a real
+/// client waits before it retries (a fixed pause, or the refused lease's remaining
+/// time, as Redisson does). Each retry waits a number of ticks drawn from none to a
+/// little more than the ttl, so that some retries come at once and some land just
+/// after the lease they were refused expired, which is where a holder that outlived
+/// its lease meets a second one.
+#[derive(Clone, Debug)]
+struct Backoff {
+    /// Per client: the attempts left when its wait was drawn, and the tick it ends.
+    until: Vec<Option<(u8, u32)>>,
+    /// Attempts a client starts with (fewer left: the next one is a retry).
+    attempts: u32,
+    /// The longest wait.
+    longest: u32,
+}
+
+impl Backoff {
+    fn new(model: &LockModel) -> Backoff {
+        let sc = &model.scenario;
+        Backoff {
+            until: vec![None; sc.clients.count as usize],
+            attempts: sc.clients.attempts,
+            longest: sc.timing.ttl + sc.timing.max_step_delay,
+        }
+    }
+
+    /// Removes from `ordinary` the retries whose wait has not ended, unless nothing
+    /// else could move.
+    fn hold_back(
+        &mut self,
+        state: &State,
+        tick: u32,
+        ordinary: &mut Vec<Action>,
+        rng: &mut ChaCha8Rng,
+    ) {
+        let mut waiting: Vec<Action> = Vec::new();
+        for a in ordinary.iter() {
+            let Action::Acquire(c) = *a else { continue };
+            let Some(client) = state.clients.get(usize::from(c)) else {
+                continue;
+            };
+            if u32::from(client.attempts) >= self.attempts {
+                continue; // a first attempt, not a retry
+            }
+            let slot = &mut self.until[usize::from(c)];
+            let until = match *slot {
+                Some((left, until)) if left == client.attempts => until,
+                _ => {
+                    let until = tick + rng.random_range(0..=self.longest);
+                    *slot = Some((client.attempts, until));
+                    until
+                }
+            };
+            if tick < until {
+                waiting.push(*a);
+            }
+        }
+        if waiting.len() < ordinary.len() {
+            ordinary.retain(|a| !waiting.contains(a));
+        }
+    }
 }
 
 /// How a walk picks among the ordinary steps the model allows: uniformly among the
@@ -568,9 +644,11 @@ mod tests {
             "lua-release-pause",
             "fencing-failover",
             "setnx-expire-crash",
+            "lua-release-split-brain",
         ] {
             let m = model(name);
             let f = &m.scenario.faults;
+            let mut faults = 0;
             for seed in 0..20 {
                 let s = generate(&m, seed);
                 assert!(replay(&m, &s.actions).is_some(), "{name} seed {seed}");
@@ -588,13 +666,18 @@ mod tests {
                     count(FaultKind::Crash) <= f.crashes as usize,
                     "{name} seed {seed}"
                 );
-                assert!(
-                    count(FaultKind::Failover) <= f.failovers as usize,
-                    "{name} seed {seed}"
-                );
+                for kind in FaultKind::ALL {
+                    assert!(
+                        count(kind) <= kind.budget(f) as usize,
+                        "{name} seed {seed}: {kind:?}"
+                    );
+                    faults += count(kind);
+                }
                 let ticks = s.actions.iter().filter(|a| **a == Action::Tick).count();
                 assert!(ticks <= m.scenario.timing.horizon as usize);
             }
+            // Every kind in the budget is planned: most runs spend it.
+            assert!(faults >= 15, "{name}: {faults} faults in 20 runs");
         }
     }
 
@@ -655,12 +738,14 @@ mod tests {
     fn faults_strike_holders() {
         // A pause between holds tests nothing: over many seeds, the planned pause of
         // lua-release-pause comes while a client holds the lock, on that very client,
-        // in three runs of four at least; the failover of lua-release-failover, while a
-        // client holds it and the promoted replica missed its write, in half of them
-        // (unaimed, 17 of 34 pauses struck a holder).
+        // in three runs of four at least; the failover of lua-release-failover and the
+        // split brain of lua-release-split-brain, while a client holds it and the
+        // promoted replica missed its write, in half of them (unaimed, 17 of 34 pauses
+        // struck a holder).
         for (name, kind, share) in [
             ("lua-release-pause", FaultKind::Pause, 3.0 / 4.0),
             ("lua-release-failover", FaultKind::Failover, 1.0 / 2.0),
+            ("lua-release-split-brain", FaultKind::SplitBrain, 1.0 / 2.0),
         ] {
             let m = model(name);
             let (mut struck, mut aimed_at_hold) = (0u32, 0u32);
