@@ -28,7 +28,9 @@
 //! the parties (each client, the clock, replication) with a lagging holder: every party
 //! moves at one pace, except one client (drawn) that, while it holds the lock, takes
 //! each of its steps only when nothing else can move (the latest the model's step bound
-//! allows). The first finds the breaks that need some party to lag (a replica behind
+//! allows); its requests still reach their nodes on time (the network is not slow) and
+//! its watchdog renews on time (a timer of its own), as the soak's slow clients do. The
+//! first finds the breaks that need some party to lag (a replica behind
 //! at a failover), the second the races that need the parties to alternate and the slow
 //! holder that outlives its lease. `locklab bench generator` measures each, and plain
 //! turns beside them.
@@ -493,6 +495,14 @@ impl Scheduler {
         }
     }
 
+    /// Whether `action` is a step of lagging client `c`'s own process: not the network
+    /// carrying its request to a node, nor its watchdog, a timer of its own that renews
+    /// on time while the work lags.
+    fn lags(action: &Action, c: usize) -> bool {
+        action.client().map(usize::from) == Some(c)
+            && !matches!(action, Action::Deliver(..) | Action::Renew(_))
+    }
+
     fn pick(&mut self, state: &State, actions: &[Action], rng: &mut ChaCha8Rng) -> Action {
         let Scheduler::Turns { queue, laggard } = self else {
             return weighted(actions, rng);
@@ -505,7 +515,7 @@ impl Scheduler {
                 others = actions
                     .iter()
                     .copied()
-                    .filter(|a| a.client().map(usize::from) != Some(c))
+                    .filter(|a| !Self::lags(a, c))
                     .collect();
                 if others.is_empty() {
                     actions
