@@ -380,10 +380,10 @@ fn choose(
 
 /// A denied client's back-off: the model lets it retry whenever it likes, and a real
 /// client waits before it retries (a fixed pause, or the refused lease's remaining
-/// time, as Redisson does). Each retry waits a number of ticks drawn from none to a
-/// little more than the ttl, so that some retries come at once and some land just
-/// after the lease they were refused expired, which is where a holder that outlived
-/// its lease meets a second one.
+/// time, as Redisson does). Each retry waits a number of ticks drawn from none to the
+/// ttl plus the step bound, so that some retries come at once and some land just after
+/// the lease they were refused expired, which is where a holder that outlived its lease
+/// meets a second one.
 #[derive(Clone, Debug)]
 struct Backoff {
     /// Per client: the attempts left when its wait was drawn, and the tick it ends.

@@ -161,7 +161,7 @@ fn master_orders(s: &State) -> Vec<Vec<usize>> {
         let end = start + sorted[start..].partition_point(|&m| keys[m] == keys[sorted[start]]);
         let group = &sorted[start..end];
         let tails = if group.len() > 1 {
-            distinct_orders(group, &copies(s, group))
+            distinct_orders(&copies(s, group))
         } else {
             vec![group.to_vec()]
         };
@@ -180,19 +180,21 @@ fn master_orders(s: &State) -> Vec<Vec<usize>> {
     orders
 }
 
-/// For each master of `group`, the position in `group` of the first one it is a copy of:
-/// swapping the two leaves `s` as it is. (Swaps that leave `s` as it is compose into
-/// one that does, so "is a copy of" is an equivalence.)
-fn copies(s: &State, group: &[usize]) -> Vec<usize> {
-    let mut class = Vec::with_capacity(group.len());
-    for (i, &m) in group.iter().enumerate() {
-        let first = (0..i)
-            .filter(|&j| class[j] == j)
-            .find(|&j| swap_leaves_unchanged(s, group[j], m))
-            .unwrap_or(i);
-        class.push(first);
+/// The masters of `group` in classes of copies: swapping two of a class leaves `s` as
+/// it is. (Swaps that leave `s` as it is compose into one that does, so "is a copy of"
+/// is an equivalence, and comparing with a class's first master is enough.)
+fn copies(s: &State, group: &[usize]) -> Vec<Vec<usize>> {
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for &m in group {
+        match classes
+            .iter_mut()
+            .find(|class| swap_leaves_unchanged(s, class[0], m))
+        {
+            Some(class) => class.push(m),
+            None => classes.push(vec![m]),
+        }
     }
-    class
+    classes
 }
 
 fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
@@ -203,55 +205,43 @@ fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
     t == *s
 }
 
-/// The orders of `group` that differ in more than the order of copies among
-/// themselves (`class[i]`: which copy class `group[i]` is in): the distinct orders of
-/// the classes, each class's masters placed in their given order.
-fn distinct_orders(group: &[usize], class: &[usize]) -> Vec<Vec<usize>> {
-    let mut classes: Vec<usize> = class.to_vec();
-    classes.sort_unstable();
-    classes.dedup();
-    let members: Vec<Vec<usize>> = classes
-        .iter()
-        .map(|&c| {
-            (0..group.len())
-                .filter(|&i| class[i] == c)
-                .map(|i| group[i])
-                .collect()
-        })
-        .collect();
-    let mut left: Vec<usize> = members.iter().map(Vec::len).collect();
+/// The orders of the masters of `classes` that differ in more than the order of copies
+/// among themselves: each class's masters are placed in their given order.
+fn distinct_orders(classes: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let total = classes.iter().map(Vec::len).sum();
     let mut out = Vec::new();
-    let mut order = Vec::with_capacity(group.len());
-    arrange(&mut left, &mut order, &mut out);
-    // `out` lists class indexes; the k-th appearance of a class is its k-th master.
-    out.into_iter()
-        .map(|seq| {
-            let mut used = vec![0; members.len()];
-            seq.into_iter()
-                .map(|c| {
-                    used[c] += 1;
-                    members[c][used[c] - 1]
-                })
-                .collect()
-        })
-        .collect()
+    arrange(
+        classes,
+        &mut vec![0; classes.len()],
+        &mut Vec::with_capacity(total),
+        total,
+        &mut out,
+    );
+    out
 }
 
-/// Every sequence with `left[c]` appearances of each class `c`, appended to `order`.
-fn arrange(left: &mut [usize], order: &mut Vec<usize>, out: &mut Vec<Vec<usize>>) {
-    if left.iter().all(|&n| n == 0) {
+/// Every completion of `order` to `total` masters, taking each class's next master
+/// (`taken[c]` of class `c` are placed).
+fn arrange(
+    classes: &[Vec<usize>],
+    taken: &mut [usize],
+    order: &mut Vec<usize>,
+    total: usize,
+    out: &mut Vec<Vec<usize>>,
+) {
+    if order.len() == total {
         out.push(order.clone());
         return;
     }
-    for c in 0..left.len() {
-        if left[c] == 0 {
+    for c in 0..classes.len() {
+        let Some(&m) = classes[c].get(taken[c]) else {
             continue;
-        }
-        left[c] -= 1;
-        order.push(c);
-        arrange(left, order, out);
+        };
+        taken[c] += 1;
+        order.push(m);
+        arrange(classes, taken, order, total, out);
         order.pop();
-        left[c] += 1;
+        taken[c] -= 1;
     }
 }
 

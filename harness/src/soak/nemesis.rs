@@ -236,11 +236,7 @@ impl Plan {
             step_fractions: options.step_delays,
             step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
                 .saturating_mul(tick_ms),
-            renews: scenario.watchdog()
-                || scenario
-                    .lock
-                    .as_ref()
-                    .is_some_and(|l| l.lock.renew.is_some()),
+            renews: crate::run::lock_config(scenario, tick_ms).renews(),
         }
     }
 
