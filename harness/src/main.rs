@@ -2,6 +2,7 @@
 
 // The commands, each depending on the modules below it, never the other way round.
 mod cmd;
+mod interrupt;
 // What the commands share: the command line, the scenarios it names, the search with
 // its progress, the verdicts, and the files they write.
 mod cli;

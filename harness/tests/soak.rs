@@ -364,3 +364,57 @@ fn node_clocks_drift_through_a_whole_soak() {
         assert_eq!(sc.expect.get(v.property), Expectation::Violated, "{v:?}");
     }
 }
+
+/// The containers and networks labelled with process `pid` as their owner.
+fn owned_by(pid: u32) -> Vec<String> {
+    let label = format!("label={}={pid}", locklab_cluster::OWNER_PID_LABEL);
+    let mut found = Vec::new();
+    for what in [["ps", "-aq"], ["network", "ls"]] {
+        let mut args = vec![what[0], what[1], "--filter", &label];
+        if what[0] == "network" {
+            args.push("-q");
+        }
+        let out = Command::new("docker").args(&args).output().unwrap();
+        assert!(out.status.success(), "docker {args:?}");
+        found.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .split_whitespace()
+                .map(str::to_string),
+        );
+    }
+    found
+}
+
+#[test]
+fn an_interrupted_soak_removes_its_containers_and_exits_130() {
+    // Ctrl-C must not leave the run's containers for the next run to reap: the
+    // command removes them itself and exits as a shell reports SIGINT.
+    require_environment();
+    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["soak", "lua-release-failover", "--seconds", "120"])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    while owned_by(pid).len() < 2 {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "the soak started no master and replica within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let kill = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("SIGINT"), "{stderr}");
+    assert_eq!(owned_by(pid), Vec::<String>::new(), "left behind: {stderr}");
+}

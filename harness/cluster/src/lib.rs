@@ -55,8 +55,8 @@ pub use error::{ClusterError, BUILD_COMMAND};
 pub use image::{image, ImageRef, DEFAULT_IMAGE, IMAGE_ENV};
 pub use node::{Node, Role, CLUSTER_LABEL, COMMAND_TIMEOUT, NODE_LABEL, REDIS_ARGS, REDIS_PORT};
 pub use owner::{
-    reap, Owner, Reaped, MANAGED_LABEL, OWNER_BOOT_LABEL, OWNER_HOST_LABEL, OWNER_PIDNS_LABEL,
-    OWNER_PID_LABEL, OWNER_START_LABEL,
+    reap, remove_own, Owner, Reaped, MANAGED_LABEL, OWNER_BOOT_LABEL, OWNER_HOST_LABEL,
+    OWNER_PIDNS_LABEL, OWNER_PID_LABEL, OWNER_START_LABEL,
 };
 pub use preflight::{preflight, Preflight};
 pub use sentinel::{service_name, Sentinel, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS, SENTINEL_PORT};

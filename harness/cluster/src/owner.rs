@@ -126,8 +126,8 @@ fn parse_start_time(stat: &str) -> Option<u64> {
     fields.nth(22 - 4)?.parse().ok()
 }
 
-/// What [`reap`] removed: names of containers and networks, with the pid of
-/// their gone owner, and what it could not remove.
+/// What [`reap`] (or [`remove_own`]) removed: names of containers and networks,
+/// with the pid of their owner, and what it could not remove.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Reaped {
     pub containers: Vec<(String, u32)>,
@@ -162,18 +162,31 @@ pub fn reap() -> Result<Reaped, ClusterError> {
     engine::block_on(reap_gone_owners())
 }
 
+/// Removes the containers, then the networks, that this very process created;
+/// blocking. For an interrupted command (SIGINT, SIGTERM), which exits without
+/// dropping its clusters: it removes what they would have removed.
+pub fn remove_own() -> Result<Reaped, ClusterError> {
+    let Some(here) = Owner::current() else {
+        return Ok(Reaped::default());
+    };
+    engine::block_on(remove_owned(|owner| *owner == here))
+}
+
 /// [`reap`] in async code.
 pub(crate) async fn reap_gone_owners() -> Result<Reaped, ClusterError> {
-    let mut reaped = Reaped::default();
     let Some(here) = Owner::current() else {
-        return Ok(reaped);
+        return Ok(Reaped::default());
     };
+    remove_owned(|owner| owner.is_gone(&here)).await
+}
+
+/// Removes the managed containers, then networks, whose owner `chosen` picks.
+async fn remove_owned(chosen: impl Fn(&Owner) -> bool) -> Result<Reaped, ClusterError> {
+    let mut reaped = Reaped::default();
     let engine = engine::engine().await?;
     let managed = [format!("{MANAGED_LABEL}=true")];
     let gone = |labels: Option<&HashMap<String, String>>| {
-        labels
-            .and_then(Owner::from_labels)
-            .filter(|o| o.is_gone(&here))
+        labels.and_then(Owner::from_labels).filter(|o| chosen(o))
     };
     for c in engine.containers_with_labels(&managed).await? {
         let (Some(owner), Some(id)) = (gone(c.labels.as_ref()), c.id) else {

@@ -24,9 +24,18 @@ pub fn run(cli: &Cli) -> Result<i32, Failure> {
         Command::Check(args) => check::run(args),
         Command::Explain(args) => explain::run(args),
         Command::Explore(args) => explore::run(args),
-        Command::Replay(args) => replay::run(args),
-        Command::Chaos(args) => chaos::run(args),
-        Command::Soak(args) => soak::run(args),
+        Command::Replay(args) => {
+            crate::interrupt::remove_containers_on_interrupt();
+            replay::run(args)
+        }
+        Command::Chaos(args) => {
+            crate::interrupt::remove_containers_on_interrupt();
+            chaos::run(args)
+        }
+        Command::Soak(args) => {
+            crate::interrupt::remove_containers_on_interrupt();
+            soak::run(args)
+        }
         Command::Report(args) => report::run(args),
         Command::Merge(args) => merge::run(args),
         Command::Bench(args) => match &args.command {

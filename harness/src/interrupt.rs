@@ -1,0 +1,62 @@
+//! Ctrl-C (SIGINT) or SIGTERM during a command that runs containers: the process
+//! would die without dropping its clusters, and their containers would wait for the
+//! next locklab run to reap them. A watcher thread removes them at once, says so, and
+//! exits 130 (SIGINT) or 143 (SIGTERM), as a shell reports a process its signal ended.
+//! The interrupted run writes no report: its history is incomplete.
+
+use tokio::signal::unix::{signal, SignalKind};
+
+/// Starts the watcher; the first SIGINT or SIGTERM ends the process.
+pub fn remove_containers_on_interrupt() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("locklab: cannot watch for Ctrl-C ({e}); an interrupted run's containers are removed by the next run or `locklab clean`");
+            return;
+        }
+    };
+    // Registered here, before the command starts, so that no signal slips between.
+    let streams = runtime.block_on(async {
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::terminate())?,
+        ))
+    });
+    let (mut int, mut term) = match streams {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("locklab: cannot watch for Ctrl-C ({e}); an interrupted run's containers are removed by the next run or `locklab clean`");
+            return;
+        }
+    };
+    std::thread::spawn(move || {
+        let (name, code) = runtime.block_on(async {
+            tokio::select! {
+                _ = int.recv() => ("SIGINT", 130),
+                _ = term.recv() => ("SIGTERM", 143),
+            }
+        });
+        eprintln!(
+            "\nlocklab: {name}: stopping, removing this run's containers (no report is written)"
+        );
+        match locklab_cluster::remove_own() {
+            Ok(removed) => {
+                eprintln!(
+                    "locklab: removed {} containers and {} networks",
+                    removed.containers.len(),
+                    removed.networks.len()
+                );
+                for failure in &removed.failures {
+                    eprintln!("locklab: could not remove {failure}; `locklab clean` will once this process is gone");
+                }
+            }
+            Err(e) => eprintln!(
+                "locklab: could not list this run's containers ({e}); `locklab clean` removes them"
+            ),
+        }
+        std::process::exit(code);
+    });
+}
