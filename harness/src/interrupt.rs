@@ -44,10 +44,14 @@ pub fn remove_containers_on_interrupt() {
         );
         match locklab_cluster::remove_own() {
             Ok(removed) => {
+                let count = |n: usize, what: &str| match n {
+                    1 => format!("1 {what}"),
+                    n => format!("{n} {what}s"),
+                };
                 eprintln!(
-                    "locklab: removed {} containers and {} networks",
-                    removed.containers.len(),
-                    removed.networks.len()
+                    "locklab: removed {} and {}",
+                    count(removed.containers.len(), "container"),
+                    count(removed.networks.len(), "network")
                 );
                 for failure in &removed.failures {
                     eprintln!("locklab: could not remove {failure}; `locklab clean` will once this process is gone");
