@@ -42,9 +42,9 @@
 //! retries come at once and some after the lease they were refused ran out, which is
 //! when a holder that outlived its lease (paused, slow, its renewal lost) meets a
 //! second holder. Without it a refused client spent its attempts within a tick or two
-//! of its first, long before any lease ran out. An attempt that got no answer (its
-//! request timed out: the master died, the link was cut, the reply was lost) is retried
-//! at once, as a real client reconnects and tries again (the soak's clients do); that
+//! of its first, long before any lease ran out. An attempt in which a request got no
+//! answer (it timed out: the master died, the link was cut, the reply was lost) is
+//! retried at once, as a real client reconnects and tries again (the soak's clients do); that
 //! is what finds a failover's new master empty while the old holder still works.
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
@@ -408,8 +408,8 @@ fn choose(
 /// time, as Redisson does). Each retry waits a number of ticks drawn from none to the
 /// ttl plus the step bound, so that some retries come at once and some land just after
 /// the lease they were refused expired, which is where a holder that outlived its lease
-/// meets a second one. A retry after a timeout (no answer, so no lease to wait out)
-/// does not wait.
+/// meets a second one. A retry after an attempt in which a request timed out (no
+/// answer, so no lease to tell how long to wait) does not wait.
 #[derive(Clone, Debug)]
 struct Backoff {
     /// Per client: the attempts left when its wait was drawn, and the tick it ends.
@@ -418,7 +418,7 @@ struct Backoff {
     attempts: u32,
     /// The longest wait.
     longest: u32,
-    /// Per client: its attempt ended in a timeout (no answer), not a refusal.
+    /// Per client: a request of its current or last attempt timed out (no answer).
     unanswered: Vec<bool>,
 }
 
