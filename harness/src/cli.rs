@@ -25,11 +25,20 @@ pub enum Command {
     /// Browse a scenario's state space in the stateright Explorer on 127.0.0.1.
     Explore(ExploreArgs),
     /// Run a scenario's counterexamples (or one trace) against real Redis.
+    ///
+    /// Ctrl-C (SIGINT) or SIGTERM removes this run's containers and networks, writes no
+    /// report and exits 130 (143).
     Replay(ReplayArgs),
     /// Run a scenario against real Redis with random faults.
+    ///
+    /// Ctrl-C (SIGINT) or SIGTERM removes this run's containers and networks, writes no
+    /// report and exits 130 (143).
     Chaos(ChaosArgs),
     /// Run the production driver's clients against real Redis for a while, with faults
     /// aimed at the holder, and check the history (Jepsen-style).
+    ///
+    /// Ctrl-C (SIGINT) or SIGTERM removes this run's containers and networks, writes no
+    /// report and exits 130 (143).
     Soak(SoakArgs),
     /// Regenerate the report gallery.
     Report(ReportArgs),
