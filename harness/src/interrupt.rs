@@ -8,25 +8,21 @@ use tokio::signal::unix::{signal, SignalKind};
 
 /// Starts the watcher; the first SIGINT or SIGTERM ends the process.
 pub fn remove_containers_on_interrupt() {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    // Registered here, before the command starts, so that no signal slips between.
+    let watch = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("locklab: cannot watch for Ctrl-C ({e}); an interrupted run's containers are removed by the next run or `locklab clean`");
-            return;
-        }
-    };
-    // Registered here, before the command starts, so that no signal slips between.
-    let streams = runtime.block_on(async {
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::terminate())?,
-        ))
-    });
-    let (mut int, mut term) = match streams {
-        Ok(s) => s,
+        .and_then(|runtime| {
+            let streams = runtime.block_on(async {
+                Ok::<_, std::io::Error>((
+                    signal(SignalKind::interrupt())?,
+                    signal(SignalKind::terminate())?,
+                ))
+            })?;
+            Ok((runtime, streams))
+        });
+    let (runtime, (mut int, mut term)) = match watch {
+        Ok(w) => w,
         Err(e) => {
             eprintln!("locklab: cannot watch for Ctrl-C ({e}); an interrupted run's containers are removed by the next run or `locklab clean`");
             return;

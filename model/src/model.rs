@@ -306,6 +306,32 @@ pub fn fingerprint<T: std::hash::Hash>(value: &T) -> u64 {
     h.finish()
 }
 
+/// The states first reached at each of the first `depth` steps of a breadth-first walk
+/// of the unreduced model (level `k` holds those `k + 1` steps from the start): for tests
+/// and probes that check something of every reachable state near the start.
+pub fn levels(model: &LockModel, depth: usize) -> Vec<Vec<State>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut level = model.init_states();
+    let mut actions = Vec::new();
+    let mut out = Vec::with_capacity(depth);
+    for _ in 0..depth {
+        let mut next = Vec::new();
+        for s in &level {
+            actions.clear();
+            model.actions(s, &mut actions);
+            next.extend(
+                actions
+                    .iter()
+                    .filter_map(|&a| model.next_state(s, a))
+                    .filter(|n| seen.insert(fingerprint(n))),
+            );
+        }
+        out.push(next.clone());
+        level = next;
+    }
+    out
+}
+
 /// A client, master or node index as the `Action` enum stores it. Indexes are bounded by
 /// the scenario caps (`MAX_CLIENTS`, `MAX_MASTERS`, `MAX_REPLICAS`), far below 256.
 fn client_index(i: usize) -> u8 {

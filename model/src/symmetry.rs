@@ -279,7 +279,6 @@ fn sort_key<T: Hash>(value: &T) -> u64 {
 mod tests {
     use super::*;
     use crate::scenario::Scenario;
-    use stateright::Model;
 
     /// Every order of `items`.
     fn permutations(items: &[usize]) -> Vec<Vec<usize>> {
@@ -334,22 +333,8 @@ resource_safety = "violated"
 "#;
         let model = LockModel::new(&Scenario::parse(text, "orders.toml").unwrap());
         assert!(model.masters_symmetric());
-        let mut level = model.init_states();
-        let mut seen = std::collections::HashSet::new();
-        let mut actions = Vec::new();
         let (mut tied, mut saved) = (0, 0);
-        for _ in 0..8 {
-            let mut next = Vec::new();
-            for s in &level {
-                actions.clear();
-                model.actions(s, &mut actions);
-                next.extend(
-                    actions
-                        .iter()
-                        .filter_map(|&a| model.next_state(s, a))
-                        .filter(|n| seen.insert(fingerprint(n))),
-                );
-            }
+        for next in crate::model::levels(&model, 8) {
             for s in next.iter().step_by(3) {
                 let kept = master_orders(s);
                 let kept_states: Vec<State> = kept.iter().map(|o| permuted(s, o)).collect();
@@ -367,7 +352,6 @@ resource_safety = "violated"
                     saved += every.len() - kept.len();
                 }
             }
-            level = next;
         }
         eprintln!("{tied} states with tied masters, {saved} orders left out");
         assert!(tied > 100, "{tied} states with tied masters");
