@@ -137,6 +137,12 @@ pub struct ChaosArgs {
     /// Number of runs.
     #[arg(long)]
     pub runs: u32,
+    /// Run each seed's own random walk. Without it, a run of a scenario that expects a
+    /// property violated carries out the first of up to 1000 walks drawn from its seed
+    /// whose model walk breaks one (steered); a scenario that expects every property to
+    /// hold always gets the seed's own walk.
+    #[arg(long)]
+    pub blind: bool,
     /// Write the outcome as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,

@@ -49,10 +49,18 @@
 //!
 //! The walk is a function of the scenario and the seed alone: the same seed gives the
 //! same schedule, on any machine, without Docker ([`ChaCha8Rng`]).
+//!
+//! Steering ([`schedule`], [`Steering`]): for a scenario that expects a property
+//! violated, some breaks need a fault, a slow step and a retry to meet within a tick,
+//! and few random walks find them (a few in a hundred). A steered run draws walks from
+//! its seed (the seed's own first) until one breaks what the scenario expects broken,
+//! and carries that one out, so that each run asks whether real Redis breaks where the
+//! model says, on a different path each seed. A scenario expected to hold is never
+//! steered: there is nothing to steer toward, and its runs stay blind tests.
 
 use locklab_model::model::{Action, LockModel};
 use locklab_model::redis::Entry;
-use locklab_model::scenario::Property;
+use locklab_model::scenario::{Expectation, Property};
 use locklab_model::state::{Phase, State};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -79,8 +87,10 @@ struct Planned {
 /// One run's schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Schedule {
-    /// The seed it was generated from.
+    /// The run's seed.
     pub seed: u64,
+    /// Which of the run's walks it is (0: the seed's own; see [`Steering`]).
+    pub draw: u32,
     /// The steps, in order.
     pub actions: Vec<Action>,
     /// The properties the model itself sees broken along the schedule (a schedule of a
@@ -89,6 +99,11 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// Whether its model walk breaks one of `properties`.
+    pub fn breaks_any(&self, properties: &[Property]) -> bool {
+        self.model_violations.iter().any(|p| properties.contains(p))
+    }
+
     /// The fault actions with the tick each happens in.
     pub fn faults(&self) -> Vec<(u32, Action)> {
         let mut tick = 0;
@@ -162,9 +177,66 @@ impl Scheduling {
     }
 }
 
-/// The schedule of seed `seed` for `model`'s scenario, as `chaos` runs it.
+/// The schedule of seed `seed` for `model`'s scenario: the seed's own walk (draw 0),
+/// as a blind `chaos` run carries it out.
 pub fn generate(model: &LockModel, seed: u64) -> Schedule {
     generate_with(model, seed, Scheduling::Swarm)
+}
+
+/// How `chaos` picks a run's schedule among the walks its seed can draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Steering {
+    /// The seed's own walk, whatever it breaks: what blind random testing finds.
+    Blind,
+    /// The first of up to `draws` walks (the seed's own first, then walks of seeds
+    /// derived from it) whose model walk breaks a property the scenario expects
+    /// violated; the seed's own walk when none does, or when the scenario expects every
+    /// property to hold (its runs are never steered, so they stay blind tests of the
+    /// claim).
+    Steered {
+        /// How many walks to draw at most.
+        draws: u32,
+    },
+}
+
+/// How many walks a steered run draws at most.
+pub const STEER_DRAWS: u32 = 1_000;
+
+impl Steering {
+    /// What `chaos` does unless told `--blind`.
+    pub const DEFAULT: Steering = Steering::Steered { draws: STEER_DRAWS };
+}
+
+/// The walk seed of draw `draw` of run seed `seed`: the seed itself for draw 0, then
+/// seeds spread far from it, so that the draws of consecutive runs (seeds S, S+1, ...)
+/// are not each other's.
+pub fn draw_seed(seed: u64, draw: u32) -> u64 {
+    seed.wrapping_add(u64::from(draw).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// The schedule of run seed `seed` for `model`'s scenario, as `chaos` runs it with
+/// `steering`.
+pub fn schedule(model: &LockModel, seed: u64, steering: Steering) -> Schedule {
+    let draws = match steering {
+        Steering::Blind => 1,
+        Steering::Steered { draws } => draws.max(1),
+    };
+    let expected: Vec<Property> = Property::ALL
+        .into_iter()
+        .filter(|&p| model.scenario.expect.get(p) == Expectation::Violated)
+        .collect();
+    let own = generate(model, seed);
+    if expected.is_empty() || own.breaks_any(&expected) {
+        return own;
+    }
+    (1..draws)
+        .map(|draw| Schedule {
+            seed,
+            draw,
+            ..generate(model, draw_seed(seed, draw))
+        })
+        .find(|s| s.breaks_any(&expected))
+        .unwrap_or(own)
 }
 
 /// The schedule of seed `seed` for `model`'s scenario, with the steps picked by
@@ -198,6 +270,7 @@ pub fn generate_with(model: &LockModel, seed: u64, scheduling: Scheduling) -> Sc
     model_violations.sort_by_key(|p| Property::ALL.iter().position(|q| q == p));
     Schedule {
         seed,
+        draw: 0,
         actions,
         model_violations,
     }
@@ -916,5 +989,64 @@ mod tests {
             "only {after_timeout} retries after a timeout"
         );
         assert!(refused_held > 0, "no refused retry was held back");
+    }
+
+    #[test]
+    fn steered_runs_carry_out_a_walk_that_breaks_what_the_scenario_expects_broken() {
+        // Scenarios whose breaks few random walks find: blind, fewer than half of 20
+        // seeds break; steered, every one does, with a walk drawn from its own seed.
+        for name in ["lua-release-split-brain", "watchdog-lost-renewal"] {
+            let m = model(name);
+            let expected = [Property::MutualExclusion, Property::ResourceSafety];
+            let (mut blind, mut steered) = (0, 0);
+            for seed in 1000..1020 {
+                let own = generate(&m, seed);
+                let s = schedule(&m, seed, Steering::DEFAULT);
+                blind += usize::from(own.breaks_any(&expected));
+                steered += usize::from(s.breaks_any(&expected));
+                assert_eq!(s.seed, seed);
+                if own.breaks_any(&expected) {
+                    assert_eq!(s, own, "{name} seed {seed}: its own walk breaks, keep it");
+                } else {
+                    assert!(s.draw > 0, "{name} seed {seed}");
+                    // The walk is the generator's walk of the draw's seed, step for step,
+                    // and the first draw that breaks.
+                    let walk = generate(&m, draw_seed(seed, s.draw));
+                    assert_eq!(s.actions, walk.actions, "{name} seed {seed}");
+                    assert!((1..s.draw)
+                        .all(|d| !generate(&m, draw_seed(seed, d)).breaks_any(&expected)));
+                }
+                assert_eq!(schedule(&m, seed, Steering::Blind), own);
+            }
+            assert!(2 * blind < 20, "{name}: {blind} of 20 own walks break");
+            assert_eq!(steered, 20, "{name}: {steered} of 20 steered walks break");
+        }
+    }
+
+    #[test]
+    fn runs_of_a_scenario_expected_to_hold_are_never_steered() {
+        // Steering looks only for what the scenario expects broken; a scenario that
+        // claims every property holds gets each seed's own walk, so its runs stay blind
+        // tests of the claim.
+        for name in [
+            "lua-release-failover-wait",
+            "redlock-drift",
+            "reentrant-lost-reentry",
+        ] {
+            let m = model(name);
+            for seed in 1000..1030 {
+                let s = schedule(&m, seed, Steering::DEFAULT);
+                assert_eq!(s, generate(&m, seed), "{name} seed {seed}");
+                assert_eq!(s.draw, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn draws_of_consecutive_runs_are_not_each_others() {
+        let seeds: std::collections::HashSet<u64> = (1000..1020u64)
+            .flat_map(|seed| (0..1000).map(move |d| draw_seed(seed, d)))
+            .collect();
+        assert_eq!(seeds.len(), 20 * 1000);
     }
 }

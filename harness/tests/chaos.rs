@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use locklab_harness::generator;
+use locklab_harness::generator::{self, Steering};
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::{Property, Scenario};
 use serde_json::Value;
@@ -63,9 +63,14 @@ fn assert_no_leftovers(report: &Value) {
 
 /// `locklab chaos PATH --seed SEED --runs 1 --json DIR/chaos.json`: its output and report.
 fn one_run(path: &Path, seed: u64, dir: &Path) -> (Output, Value) {
-    let json = dir.join("chaos.json");
+    one_run_with(path, seed, dir, &[])
+}
+
+/// [`one_run`] with further arguments (its report `DIR/chaos<ARGS>.json`).
+fn one_run_with(path: &Path, seed: u64, dir: &Path, extra: &[&str]) -> (Output, Value) {
+    let json = dir.join(format!("chaos{}.json", extra.concat()));
     let seed = seed.to_string();
-    let out = chaos(&[
+    let mut args = vec![
         path.to_str().unwrap(),
         "--seed",
         &seed,
@@ -73,7 +78,9 @@ fn one_run(path: &Path, seed: u64, dir: &Path) -> (Output, Value) {
         "1",
         "--json",
         json.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = chaos(&args);
     let report = fs::read_to_string(&json)
         .map(|text| serde_json::from_str(&text).unwrap())
         .unwrap_or(Value::Null);
@@ -152,11 +159,12 @@ fn a_violation_of_a_property_expected_to_hold_fails_with_the_command_that_reprod
     let dir = temp_dir("violation");
     let path = dir.join("slow-holder-claimed-safe.toml");
     fs::write(&path, claim).unwrap();
-    // The generator is pure: find a seed whose model walk breaks mutual exclusion.
+    // The generator is pure: find a seed whose schedule (what `chaos` runs) breaks
+    // mutual exclusion in the model.
     let model = LockModel::new(&Scenario::load(&path).unwrap());
     let seed = (0..500u64)
         .find(|&s| {
-            generator::generate(&model, s)
+            generator::schedule(&model, s, Steering::DEFAULT)
                 .model_violations
                 .contains(&Property::MutualExclusion)
         })
@@ -186,7 +194,7 @@ fn a_run_that_breaks_an_expected_violation_is_not_vacuous_though_nobody_finished
     let model = LockModel::new(&Scenario::load(&path).unwrap());
     let seed = (1000..1500u64)
         .find(|&s| {
-            let schedule = generator::generate(&model, s);
+            let schedule = generator::schedule(&model, s, Steering::DEFAULT);
             schedule
                 .model_violations
                 .contains(&Property::MutualExclusion)
@@ -228,7 +236,7 @@ fn after_a_split_brain_a_request_left_on_the_old_masters_connection_times_out_as
     };
     let seed = (1000..3000u64)
         .find(|&seed| {
-            let schedule = generator::generate(&model, seed);
+            let schedule = generator::schedule(&model, seed, Steering::DEFAULT);
             let mut state = model.init_states().remove(0);
             // ...and in which a client completes its critical section (a run without one
             // is vacuous).
@@ -289,4 +297,76 @@ fn bad_arguments_exit_2() {
     let out = chaos(&["no-such-scenario", "--seed", "1", "--runs", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", show(&out));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no-such-scenario"));
+}
+
+#[test]
+fn a_steered_run_carries_out_a_walk_that_breaks_and_real_redis_breaks_it_too() {
+    require_environment();
+    // A seed whose own walk breaks nothing: `chaos` draws further walks from it and
+    // carries out the first that breaks what the scenario expects broken; `--blind`
+    // carries out the seed's own.
+    let path = scenario_path("lua-release-pause");
+    let model = LockModel::new(&Scenario::load(&path).unwrap());
+    let seed = (1000..1100u64)
+        .find(|&s| {
+            let own = generator::generate(&model, s);
+            // ...and completes a critical section (a blind run without one is vacuous),
+            own.model_violations.is_empty()
+                && own.actions.iter().any(|a| matches!(a, Action::Write(_)))
+                // while the steered walk breaks mutual exclusion.
+                && generator::schedule(&model, s, Steering::DEFAULT)
+                    .model_violations
+                    .contains(&Property::MutualExclusion)
+        })
+        .expect("some seed's own walk breaks nothing");
+    let steered = generator::schedule(&model, seed, Steering::DEFAULT);
+    assert!(steered.draw > 0, "seed {seed}");
+    let dir = temp_dir("steered");
+    let (out, report) = one_run(&path, seed, &dir);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("schedules: steered"),
+        "{}",
+        show(&out)
+    );
+    assert_eq!(report["schedules"]["steering"], "steered", "{report}");
+    let run = &report["runs"][0];
+    assert_eq!(run["walk"], steered.draw, "{run}");
+    assert_eq!(
+        run["walk_seed"],
+        generator::draw_seed(seed, steered.draw),
+        "{run}"
+    );
+    let model_broke: Vec<&str> = run["model_violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert!(model_broke.contains(&"mutual_exclusion"), "{run}");
+    // Not judged from the model: the real history broke it.
+    assert!(real_violations(run).contains(&"mutual_exclusion"), "{run}");
+    assert_eq!(run["agrees_with_model_walk"], true, "{run}");
+    assert_eq!(report["runs_breaking_expected_violations"], 1, "{report}");
+    assert_no_leftovers(&report);
+
+    let (out, report) = one_run_with(&path, seed, &dir, &["--blind"]);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(report["schedules"]["steering"], "blind", "{report}");
+    let run = &report["runs"][0];
+    assert_eq!(run["walk"], 0, "{run}");
+    assert_eq!(
+        run["model_violations"].as_array().unwrap().len(),
+        0,
+        "{run}"
+    );
+    assert!(
+        run["reproduce"]
+            .as_str()
+            .unwrap()
+            .ends_with("--runs 1 --blind"),
+        "{run}"
+    );
+    assert_no_leftovers(&report);
+    fs::remove_dir_all(&dir).ok();
 }

@@ -393,6 +393,57 @@ fn bench_checker_writes_a_row_per_configuration() {
 }
 
 #[test]
+fn bench_generator_counts_blind_and_steered_walks_that_break() {
+    let dir = temp_dir("bench-generator");
+    let c = naive_crash("gen-me");
+    let path = write(&dir, "gen-me", &c.text);
+    // A scenario whose properties all hold has no row: nothing to break.
+    let holds = write(
+        &dir,
+        "gen-holds",
+        &with_expect(
+            &naive_crash_body("gen-holds").replace("crashes = 1", "crashes = 0"),
+            |_| Expectation::Holds,
+        ),
+    );
+    let out = locklab(
+        &dir,
+        &[
+            "bench",
+            "generator",
+            path.to_str().unwrap(),
+            holds.to_str().unwrap(),
+            "--seeds",
+            "20",
+            "--out",
+            "out/gen.md",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let report = fs::read_to_string(dir.join("out/gen.md")).unwrap();
+    assert!(report.contains("locklab bench generator"), "{report}");
+    assert!(!report.contains("| gen-holds "), "{report}");
+    let row: Vec<&str> = report
+        .lines()
+        .find(|l| l.starts_with("| gen-me "))
+        .unwrap_or_else(|| panic!("no row: {report}"))
+        .split('|')
+        .map(str::trim)
+        .collect();
+    // uniform, turns, laggard, swarm, steered: walks of 20 that break.
+    let counts: Vec<u64> = row[3..8].iter().map(|n| n.parse().unwrap()).collect();
+    assert!(counts.iter().all(|&n| n <= 20), "{row:?}");
+    assert!(
+        counts[4] >= counts[3],
+        "steering never loses a break: {row:?}"
+    );
+    assert_eq!(counts[4], 20, "{row:?}");
+    // Walks drawn: median and most, at least the seed's own.
+    let drawn: Vec<u32> = row[8].split(", ").map(|n| n.parse().unwrap()).collect();
+    assert!(drawn[0] >= 1 && drawn[0] <= drawn[1], "{row:?}");
+}
+
+#[test]
 fn clean_removes_the_containers_of_gone_locklab_processes() {
     if let Err(e) = locklab_cluster::preflight() {
         panic!("cannot run the container tests: {e}");

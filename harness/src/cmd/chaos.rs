@@ -3,7 +3,8 @@
 //!
 //! Run `i` (from 0) has the schedule of seed `S + i`, made by the
 //! [generator](locklab_harness::generator) (a seeded random walk through the scenario's
-//! model); the [run engine](locklab_harness::run) carries it out on fresh containers
+//! model; steered unless `--blind`: the first walk drawn from the seed whose model walk
+//! breaks what the scenario expects broken); the [run engine](locklab_harness::run) carries it out on fresh containers
 //! (its nemesis does the faults) and the history
 //! [checker](locklab_harness::run::checker) judges what really happened. So `--seed
 //! S+i --runs 1` repeats run `i` alone, and a violation prints that command line.
@@ -23,7 +24,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use locklab_harness::generator::{self, Schedule};
+use locklab_harness::generator::{self, Schedule, Steering};
 use locklab_harness::run::history::{Event, History};
 use locklab_harness::run::{checker, Run, RunError, RunOptions, TimelineEntry};
 use locklab_model::model::LockModel;
@@ -78,8 +79,9 @@ impl RunOutcome {
 /// The command line that repeats one run alone.
 fn reproduce(args: &ChaosArgs, seed: u64) -> String {
     format!(
-        "locklab chaos {} --seed {seed} --runs 1",
-        shell_word(&args.scenario)
+        "locklab chaos {} --seed {seed} --runs 1{}",
+        shell_word(&args.scenario),
+        if args.blind { " --blind" } else { "" }
     )
 }
 
@@ -335,10 +337,14 @@ fn print_run(scenario: &Scenario, args: &ChaosArgs, o: &RunOutcome) {
         "VIOLATION"
     };
     println!(
-        "run {} (seed {}): {}/{} steps, tick {} ms, {} critical sections, faults [{}], \
+        "run {} (seed {}{}): {}/{} steps, tick {} ms, {} critical sections, faults [{}], \
          model walk broke: {}, real violations: {}, {:.1} s: {verdict}",
         o.index,
         o.schedule.seed,
+        match o.schedule.draw {
+            0 => String::new(),
+            d => format!(", walk {d}"),
+        },
         o.steps,
         o.schedule.actions.len(),
         o.tick_ms,
@@ -392,6 +398,8 @@ fn run_json(scenario: &Scenario, args: &ChaosArgs, o: &RunOutcome) -> Value {
         "run": o.index,
         "seed": o.schedule.seed,
         "reproduce": reproduce(args, o.schedule.seed),
+        "walk": o.schedule.draw,
+        "walk_seed": generator::draw_seed(o.schedule.seed, o.schedule.draw),
         "steps": o.steps,
         "scheduled_steps": o.schedule.actions.len(),
         "schedule": o.schedule.actions.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
@@ -417,6 +425,26 @@ fn run_json(scenario: &Scenario, args: &ChaosArgs, o: &RunOutcome) -> Value {
     })
 }
 
+/// How the runs' schedules are picked, for the first line of output.
+fn steering_text(scenario: &Scenario, steering: Steering) -> String {
+    let expected: Vec<&str> = Property::ALL
+        .into_iter()
+        .filter(|&p| scenario.expect.get(p) == Expectation::Violated)
+        .map(Property::as_str)
+        .collect();
+    match steering {
+        Steering::Blind => "blind (each seed's own random walk)".to_string(),
+        Steering::Steered { .. } if expected.is_empty() => {
+            "blind (each seed's own random walk: every property is expected to hold)".to_string()
+        }
+        Steering::Steered { draws } => format!(
+            "steered (per run, the first of up to {draws} random walks from its seed whose \
+             model walk breaks {}; --blind for each seed's own)",
+            expected.join(" or ")
+        ),
+    }
+}
+
 /// `locklab chaos`: returns the exit status.
 pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
     let scenario = resolve(&args.scenario)?;
@@ -431,16 +459,26 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
         .build()
         .map_err(|e| Failure::Environment(format!("cannot start the async runtime: {e}")))?;
     let model = LockModel::new(&scenario);
+    let steering = if args.blind {
+        Steering::Blind
+    } else {
+        Steering::DEFAULT
+    };
     let started = Instant::now();
     let progress = Progress::new(&scenario.name, args.runs);
     println!(
-        "chaos {} ({}), seed {}, {} runs, tick {} ms",
-        scenario.name, scenario.design, args.seed, args.runs, scenario.timing.tick_ms
+        "chaos {} ({}), seed {}, {} runs, tick {} ms, schedules: {}",
+        scenario.name,
+        scenario.design,
+        args.seed,
+        args.runs,
+        scenario.timing.tick_ms,
+        steering_text(&scenario, steering)
     );
     let mut outcomes = Vec::new();
     for index in 0..args.runs {
         let seed = args.seed.wrapping_add(index as u64);
-        let schedule = generator::generate(&model, seed);
+        let schedule = generator::schedule(&model, seed, steering);
         progress.starting(index, seed);
         let outcome = match runtime.block_on(run_one(&scenario, index, schedule, &progress)) {
             Ok(o) => o,
@@ -461,6 +499,16 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
     let conclusive: Vec<&RunOutcome> = outcomes.iter().filter(|o| !o.inconclusive).collect();
     let completed: usize = conclusive.iter().map(|o| o.completed).sum();
     let disagree = conclusive.iter().filter(|o| !agrees_with_model(o)).count();
+    // Runs whose real history broke what the scenario expects broken: detection power.
+    let detected = conclusive
+        .iter()
+        .filter(|o| {
+            o.verdicts
+                .violations
+                .iter()
+                .any(|v| scenario.expect.get(v.property) == Expectation::Violated)
+        })
+        .count();
     // Runs prove nothing when no client got through its critical section; a run whose
     // real history broke a property did exercise the lock (its clients may have been
     // stopped by the horizon before they finished).
@@ -472,12 +520,14 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
         1
     };
     println!(
-        "{}: {} runs ({} inconclusive), {} critical sections, {} violating a property \
-         expected to hold, {} not as the model's walk, {:.1} s{}",
+        "{}: {} runs ({} inconclusive), {} critical sections, {} breaking a property \
+         expected violated, {} violating a property expected to hold, {} not as the \
+         model's walk, {:.1} s{}",
         scenario.name,
         outcomes.len(),
         outcomes.len() - conclusive.len(),
         completed,
+        detected,
         violating.len(),
         disagree,
         started.elapsed().as_secs_f64(),
@@ -502,8 +552,13 @@ pub fn run(args: &ChaosArgs) -> Result<i32, Failure> {
             "design": scenario.design.to_string(),
             "path": scenario.path.display().to_string(),
             "seed": args.seed,
+            "schedules": match steering {
+                Steering::Blind => json!({"steering": "blind"}),
+                Steering::Steered { draws } => json!({"steering": "steered", "draws": draws}),
+            },
             "runs": outcomes.iter().map(|o| run_json(&scenario, args, o)).collect::<Vec<_>>(),
             "violating_runs": violating.iter().map(|o| o.index).collect::<Vec<_>>(),
+            "runs_breaking_expected_violations": detected,
             "critical_sections": completed,
             "inconclusive_runs": outcomes.iter().filter(|o| o.inconclusive).map(|o| o.index).collect::<Vec<_>>(),
             "runs_not_as_model_walk": disagree,

@@ -17,8 +17,9 @@
 //! Time: TTLs are `ttl × tick_ms` real milliseconds on the Redis servers. A tick lasts
 //! at least `tick_ms`; when the model says a key expires at the tick being entered, the
 //! tick also waits until the key really expired on its node (its deadline is known from
-//! `PTTL` observed after every step), so a key set late within a tick is not still
-//! there for a command the model runs just after the expiry. Clients read the run's
+//! `PTTL` observed after every step, and placed in the model's ticks when it is first
+//! seen, right after the write: [`Expiry::observed`]), so a key set late within a tick
+//! is not still there for a command the model runs just after the expiry. Clients read the run's
 //! tick clock (`tick × tick_ms`, plus their clock offset): the clock readings the
 //! lock machines compute validity and timestamps from are the model's.
 //!
@@ -104,12 +105,49 @@ impl RunOptions {
 }
 
 /// The lock key's expiry on one node as last observed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Expiry {
     /// The tick at which the model would expire it.
     tick: u32,
     /// When it really expires.
     at: Instant,
+}
+
+/// How far apart two observations of one deadline may be (PTTL's whole milliseconds and
+/// the command's round trip) and still be the same deadline.
+const SAME_DEADLINE: Duration = Duration::from_millis(3);
+
+impl Expiry {
+    /// The expiry of a key observed at `at` in tick `tick` with `pttl_ms` left, given
+    /// what the last observation learnt. A new deadline (a write, a renewal, a clock
+    /// that jumped) is placed in the model's ticks by rounding its ttl left to whole
+    /// ticks from now: the first observation comes right after the write, in the tick
+    /// of the write, where that is exact. The same deadline seen again keeps its tick:
+    /// rounded again later it would move by a tick whenever the write came late in its
+    /// tick (a key set 90 ms into tick 1 with a 500 ms ttl expires in tick 6 of the
+    /// model, yet 384 ms left early in tick 3 rounds to tick 7).
+    fn observed(
+        last: Option<Expiry>,
+        tick: u32,
+        tick_ms: u64,
+        at: Instant,
+        pttl_ms: u64,
+    ) -> Expiry {
+        let deadline = at + Duration::from_millis(pttl_ms);
+        if let Some(last) = last {
+            let apart = deadline
+                .checked_duration_since(last.at)
+                .unwrap_or_else(|| last.at.duration_since(deadline));
+            if apart <= SAME_DEADLINE {
+                return last;
+            }
+        }
+        let ticks = pttl_ms.saturating_add(tick_ms / 2) / tick_ms.max(1);
+        Expiry {
+            tick: tick.saturating_add(u32::try_from(ticks).unwrap_or(u32::MAX)),
+            at: deadline,
+        }
+    }
 }
 
 /// The real lock configuration of a scenario: the model's, with times in milliseconds.
@@ -1012,15 +1050,9 @@ impl Run {
                 self.seen[n] = None;
                 continue;
             }
-            // The remaining ttl in ticks, rounded to the nearest tick.
-            let tick_ms = self.tick_ms_i64();
-            let ticks =
-                u32::try_from(pttl.saturating_add(tick_ms / 2) / tick_ms).unwrap_or(u32::MAX);
-            let tick = self.tick.saturating_add(ticks);
-            self.expiry[n] = u64::try_from(pttl).ok().map(|ms| Expiry {
-                tick,
-                at: at + Duration::from_millis(ms),
-            });
+            self.expiry[n] = u64::try_from(pttl)
+                .ok()
+                .map(|ms| Expiry::observed(self.expiry[n], self.tick, self.tick_ms, at, ms));
             let state = (self.owner[n], pttl >= 0);
             if self.seen[n] != Some(state) || pttl == -1 {
                 self.seen[n] = Some(state);
@@ -1044,5 +1076,42 @@ impl Run {
         } = self;
         nemesis.shutdown().await?;
         Ok((history, timeline))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deadline_seen_again_keeps_the_tick_it_was_placed_in() {
+        // Tick 1 began at t0 + 100 ms; a key is set 90 ms into it with a 500 ms ttl:
+        // it expires in the model at tick 6 (1 + 5), really at t0 + 690 ms.
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let first = Expiry::observed(None, 1, 100, ms(190), 500);
+        assert_eq!(
+            first,
+            Expiry {
+                tick: 6,
+                at: ms(690)
+            }
+        );
+        // Early in tick 3, 384 ms are left: rounded on their own, tick 7.
+        assert_eq!(Expiry::observed(None, 3, 100, ms(306), 384).tick, 7);
+        // The same deadline (within a round trip) keeps tick 6.
+        let again = Expiry::observed(Some(first), 3, 100, ms(306), 383);
+        assert_eq!(again, first);
+        let later = Expiry::observed(Some(first), 5, 100, ms(505), 186);
+        assert_eq!(later, first);
+        // A renewal early in tick 3 is a new deadline: 3 + 5.
+        let renewed = Expiry::observed(Some(first), 3, 100, ms(306), 500);
+        assert_eq!(
+            renewed,
+            Expiry {
+                tick: 8,
+                at: ms(806)
+            }
+        );
     }
 }
