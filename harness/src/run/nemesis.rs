@@ -449,10 +449,14 @@ impl Nemesis {
 
 impl Nemesis {
     /// Master slot `m` fails over to replica `r` with the clients moved first, as a soak
-    /// needs it right after an acquire: the replica is promoted and every client's link
-    /// leads to it at once (as if Sentinel had decided while the old master was already
-    /// out of the clients' reach), then the old master is killed, the promoted node joins
-    /// the network and the slot's other replicas follow it.
+    /// needs it right after an acquire: the replica is promoted, joins the network and
+    /// the slot's other replicas follow it (Sentinel reconfigures them before it names
+    /// the new master), every client's link leads to it at once (as if Sentinel had
+    /// decided while the old master was already out of the clients' reach), then the old
+    /// master is killed. The replicas are re-pointed before the kill, which takes a
+    /// few hundred milliseconds: a replica that must resynchronise does so while the
+    /// holder still works, as in a Sentinel failover, where the old master was gone
+    /// before any of this began.
     pub async fn failover_clients_first(
         &mut self,
         m: usize,
@@ -461,19 +465,19 @@ impl Nemesis {
         let old = self.serving[m];
         self.node(r).promote().await?;
         self.serving[m] = r;
+        if self.cut_off[r] {
+            self.node(r).connect_to_network().await?;
+            self.cut_off[r] = false;
+        }
+        let repointed = self.repoint_replicas(m, r).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
         }
         self.node(old).kill().await?;
         self.alive[old] = false;
-        if self.cut_off[r] {
-            self.node(r).connect_to_network().await?;
-            self.cut_off[r] = false;
-        }
-        let repointed = self.repoint_replicas(m, r).await?;
         Ok(format!(
-            "REPLICAOF NO ONE on node{}, every client's link moved to it; docker kill node{}{repointed}",
+            "REPLICAOF NO ONE on node{}{repointed}, every client's link moved to it; docker kill node{}",
             r + 1,
             old + 1
         ))

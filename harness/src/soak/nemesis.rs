@@ -21,8 +21,11 @@
 //! - `failover`: the replicas catch up with the master (the run engine keeps them off
 //!   the network between catch-ups: replication lags until then) and one ttl passes
 //!   (the lock entry they copied expires, as if they had copied its deletion), then
-//!   right after an acquire a replica is promoted, every client's link moves to it, and the old master
-//!   is `docker kill`ed; it comes back empty as a lagging replica for the next one
+//!   right after an acquire a replica is promoted, the slot's other replicas follow it,
+//!   every client's link moves to it, and the old master is `docker kill`ed (the
+//!   replicas are re-pointed first, as Sentinel does before it names the new master,
+//!   so that one that must resynchronise does so while the holder still works); it
+//!   comes back empty as a lagging replica for the next one
 //!   (`failovers`, with `replicas` at least 1). When the scenario's acquires `WAIT` for
 //!   `wait_replicas` replicas, that many replicas of each master stay on the network and
 //!   replicate continuously (else no acquire would ever be acknowledged); the others
