@@ -168,6 +168,14 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// Zero the lease end, keeping whether there is one (see
+    /// [`LockMachine::forget_reported_times`]).
+    pub(crate) fn forget_lease_end(&mut self) {
+        if let Some(end) = &mut self.lease_end {
+            *end = 0;
+        }
+    }
+
     /// Remaining validity at `now` in milliseconds (`None` without expiry).
     pub fn validity(&self, now: Millis) -> Option<Millis> {
         self.lease_end.map(|end| end - now)
@@ -307,6 +315,26 @@ impl Phase {
         match self {
             Phase::Held(g) => Some(g),
             _ => None,
+        }
+    }
+
+    /// Zero the times this phase keeps only to report them: a grant's lease end, and
+    /// the start of an acquire or a renewal, from which only the lease end it reports is
+    /// computed. No single-node design reads them again (Redlock keeps its own phase).
+    pub(crate) fn forget_reported_times(&mut self) {
+        match self {
+            Phase::Idle => {}
+            Phase::Acquiring { started, outer, .. } => {
+                *started = 0;
+                if let Some(g) = outer {
+                    g.forget_lease_end();
+                }
+            }
+            Phase::Held(grant) | Phase::Releasing { grant, .. } => grant.forget_lease_end(),
+            Phase::Renewing { grant, started } => {
+                grant.forget_lease_end();
+                *started = 0;
+            }
         }
     }
 
@@ -611,6 +639,41 @@ impl LockMachine {
                 perm.iter().enumerate().all(|(i, &p)| i == p),
                 "a single-node design has no nodes to rename"
             ),
+        }
+    }
+
+    /// Zero the times the machine keeps only to report them (a grant's lease end; the
+    /// start of an operation when only the lease end it reports is computed from it),
+    /// which no later call reads. Two machines that differ only there answer every later
+    /// call with the same requests and outcomes, save the lease ends reported: the model
+    /// checker, whose client program reads no lease end, stores them as one state.
+    pub fn forget_reported_times(&mut self) {
+        match &mut self.core {
+            Core::Redlock(r) => r.forget_reported_times(),
+            Core::NaiveSetnx(p) => p.phase.forget_reported_times(),
+            Core::ExistsSet(p) => p.phase.forget_reported_times(),
+            Core::SetnxExpire(p) => p.phase.forget_reported_times(),
+            Core::GetsetTimestamp(p) => p.phase.forget_reported_times(),
+            Core::SetPxDel(p) => p.phase.forget_reported_times(),
+            Core::SetPxGetDel(p) => p.phase.forget_reported_times(),
+            Core::GetExpireRenewal(p) => p.phase.forget_reported_times(),
+            Core::LuaRelease(p) => p.phase.forget_reported_times(),
+            Core::Watchdog(p) => p.inner.phase.forget_reported_times(),
+            Core::Reentrant(p) => p.phase.forget_reported_times(),
+            Core::Custom(p) => p.phase.forget_reported_times(),
+        }
+        self.options.forget_reported_times();
+    }
+
+    /// Whether the answer to the command outstanding on `node`, whatever it says and
+    /// whenever it comes, would only be recorded: no request, no outcome, the clock
+    /// not read, the machine still busy. Such answers of one operation commute with each
+    /// other (a Redlock fan-out waits for every master, then decides on the set of
+    /// answers). The model checker uses it to take them in one order.
+    pub fn records_only(&self, node: usize) -> bool {
+        match &self.core {
+            Core::Redlock(r) => !self.options.busy() && r.records_only(node),
+            _ => false,
         }
     }
 

@@ -29,6 +29,14 @@ impl Options {
         matches!(self.phase, Phase::Abandoning(_))
     }
 
+    /// Zero the lease end of the grant an option holds on to (see
+    /// [`crate::LockMachine::forget_reported_times`]).
+    pub(crate) fn forget_reported_times(&mut self) {
+        if let Phase::Waiting(g) | Phase::Fencing(g) = &mut self.phase {
+            g.forget_lease_end();
+        }
+    }
+
     pub(crate) fn fence(&self) -> Option<u64> {
         self.fence
     }

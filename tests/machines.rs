@@ -917,3 +917,110 @@ fn lua_release_a_paused_holder_is_stopped_only_by_fencing() {
     );
     assert!(stock.consistent());
 }
+
+/// The contract the model checker's partial-order reduction rests on
+/// (`LockMachine::records_only`): while a Redlock fan-out waits for more than one
+/// master, an answer is only recorded, whatever it says and whenever it comes; answers
+/// of one operation commute; only Redlock records answers.
+#[test]
+fn redlock_records_every_answer_but_the_last_in_any_order() {
+    use locklab::{LockMachine, NoAnswer, Reply, Step};
+    let mut cfg = LockConfig::new(DesignId::Redlock, "lock", 100);
+    cfg.masters = 5;
+    let held = |answers: &[Result<Reply, NoAnswer>]| {
+        let mut m = LockMachine::new(&cfg);
+        m.acquire(&cfg, 0, "t1");
+        for (node, a) in answers.iter().enumerate() {
+            m.on_answer(&cfg, node, a.clone(), 1);
+        }
+        m
+    };
+    let ok = || Ok(Reply::Ok);
+    let grants = [ok(), ok(), ok(), ok(), ok()];
+    // An acquire (granted by three masters, one refusal, one silence), a release and an
+    // extension of a held lock.
+    type Answers = Vec<Result<Reply, NoAnswer>>;
+    let ops: Vec<(&str, LockMachine, Answers)> = {
+        let mut acquiring = LockMachine::new(&cfg);
+        acquiring.acquire(&cfg, 0, "t1");
+        let mut releasing = held(&grants);
+        releasing.release(&cfg, 2);
+        let mut extending = held(&grants);
+        extending.renew(&cfg, 2);
+        let deleted = Ok(Reply::Int(1));
+        vec![
+            (
+                "acquire",
+                acquiring,
+                vec![ok(), ok(), Ok(Reply::Nil), Err(NoAnswer), ok()],
+            ),
+            ("release", releasing, vec![deleted.clone(); 5]),
+            (
+                "extend",
+                extending,
+                vec![
+                    deleted,
+                    Ok(Reply::Int(0)),
+                    Ok(Reply::Int(1)),
+                    Ok(Reply::Int(1)),
+                    Ok(Reply::Int(1)),
+                ],
+            ),
+        ]
+    };
+    for (name, start, answers) in ops {
+        let mut finals: Vec<(LockMachine, Step)> = Vec::new();
+        // Every order of the five masters' answers; the recorded ones at scattered times,
+        // the last at time 3.
+        let mut orders = vec![vec![0usize, 1, 2, 3, 4]];
+        while let Some(next) = next_permutation(orders.last().unwrap()) {
+            orders.push(next);
+        }
+        assert_eq!(orders.len(), 120);
+        for order in orders {
+            let mut m = start.clone();
+            for (k, &node) in order.iter().enumerate() {
+                let last = k == order.len() - 1;
+                assert_eq!(m.records_only(node), !last, "{name} {order:?} step {k}");
+                let now = if last { 3 } else { [0, 40, -7, 99][k] };
+                let step = m.on_answer(&cfg, node, answers[node].clone(), now);
+                if !last {
+                    assert_eq!(step, Step::default(), "{name} {order:?} step {k}");
+                    assert!(m.busy(), "{name} {order:?} step {k}");
+                } else {
+                    finals.push((m.clone(), step));
+                }
+            }
+        }
+        assert!(
+            finals.windows(2).all(|w| w[0] == w[1]),
+            "{name}: every order ends alike"
+        );
+        assert!(
+            finals[0].1.outcome.is_some() || !finals[0].1.sends.is_empty(),
+            "{name}"
+        );
+    }
+    // No other design records an answer: each has one request out at a time.
+    for design in DesignId::ALL {
+        if design == DesignId::Redlock || design == DesignId::Custom {
+            continue;
+        }
+        let cfg = LockConfig::new(design, "lock", 100);
+        let mut m = LockMachine::new(&cfg);
+        m.acquire(&cfg, 0, "t1");
+        assert!(!m.records_only(0), "{design}");
+    }
+}
+
+/// The next permutation in lexicographic order, if any.
+fn next_permutation(p: &[usize]) -> Option<Vec<usize>> {
+    let mut v = p.to_vec();
+    let i = (0..v.len().saturating_sub(1))
+        .rev()
+        .find(|&i| v[i] < v[i + 1])?;
+    let j = (i + 1..v.len()).rev().find(|&j| v[j] > v[i])?;
+    v.swap(i, j);
+    v[i + 1..].reverse();
+    Some(v)
+}

@@ -62,9 +62,18 @@ pub struct SearchArgs {
     /// Worker threads per scenario [default: the number of CPUs].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
-    /// Do not merge states that differ only by a renaming of clients.
+    /// Do not merge states that differ only by a renaming of clients (and of Redlock's
+    /// interchangeable masters).
     #[arg(long)]
     pub no_symmetry: bool,
+    /// Do not take the answers a Redlock fan-out only records in one order (the
+    /// partial-order reduction).
+    #[arg(long)]
+    pub no_partial_order: bool,
+    /// No reduction at all: every interleaving, every state as it is, the search the
+    /// reductions are tested against (implies --no-symmetry and --no-partial-order).
+    #[arg(long)]
+    pub plain: bool,
 }
 
 #[derive(Debug, Args)]

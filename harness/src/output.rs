@@ -16,7 +16,7 @@
 //!       "complete": true, "purchased": true, "first_counterexample_seconds": 0.001,
 //!       "error": null, "strategy": "exhaustive", "walks": null, "seed": null,
 //!       "fingerprint_collision_probability": 8.7e-15,
-//!       "reductions": ["symmetry", "receive_first"] }
+//!       "reductions": ["unread_values", "token_names", "symmetry", "partial_order"] }
 //!   ]
 //! }
 //! ```
@@ -122,6 +122,6 @@ fn scenario(o: &ScenarioOutcome) -> Value {
             Strategy::Exhaustive => None,
         },
         "fingerprint_collision_probability": o.collision_probability,
-        "reductions": o.reductions,
+        "reductions": o.reductions.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
     })
 }

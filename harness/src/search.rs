@@ -18,11 +18,17 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
         Some(n) => n as usize,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let base = if args.plain {
+        SearchOptions::plain()
+    } else {
+        SearchOptions::default()
+    };
     SearchOptions {
-        symmetry: !args.no_symmetry,
+        symmetry: base.symmetry && !args.no_symmetry,
+        partial_order: base.partial_order && !args.no_partial_order,
         threads,
         max_depth: args.max_depth,
-        ..SearchOptions::default()
+        ..base
     }
 }
 

@@ -2,10 +2,9 @@
 
 use std::fmt::Write as _;
 
-use locklab_model::search::Strategy;
+use locklab_model::search::{Reduction, Strategy};
 
-use crate::verdict::{Found, ScenarioOutcome, Status, SYMMETRY};
-use locklab_model::scenario::Reduction;
+use crate::verdict::{Found, ScenarioOutcome, Status};
 
 const HEADER: [&str; 9] = [
     "RESULT", "SCENARIO", "PROPERTY", "EXPECTED", "FOUND", "STEPS", "STATES", "UNIQUE", "SECONDS",
@@ -155,23 +154,31 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
             collision_probability(outcomes)
         );
     }
-    let with = |r: &str| {
-        outcomes
-            .iter()
-            .filter(|o| o.reductions.contains(&r))
-            .count()
-    };
-    if with(SYMMETRY) > 0 {
-        let _ = write!(out, "; {SYMMETRY} reduction");
-    }
-    let receive_first = Reduction::ReceiveFirst.as_str();
-    let unproven = with(receive_first);
-    if unproven > 0 {
-        let _ = write!(
-            out,
-            "; {receive_first} reduction (not proven sound) in {unproven} scenario{}",
-            if unproven == 1 { "" } else { "s" }
-        );
+    // Each reduction any search ran with, and in how many scenarios when not in all.
+    let exhaustive = outcomes
+        .iter()
+        .filter(|o| o.strategy == Strategy::Exhaustive)
+        .count();
+    let used: Vec<String> = Reduction::ALL
+        .into_iter()
+        .filter_map(|r| {
+            let n = outcomes
+                .iter()
+                .filter(|o| o.reductions.contains(&r))
+                .count();
+            let name = r.as_str().replace('_', " ");
+            match n {
+                0 => None,
+                n if n == exhaustive => Some(name),
+                n => Some(format!(
+                    "{name} in {n} scenario{}",
+                    if n == 1 { "" } else { "s" }
+                )),
+            }
+        })
+        .collect();
+    if !used.is_empty() {
+        let _ = write!(out, "; reductions: {}", used.join(", "));
     }
     out.push('\n');
     out

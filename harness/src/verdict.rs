@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use locklab_model::model::{Action, FaultKind, LockModel};
-use locklab_model::scenario::{Expectation, Property, Reduction, Scenario};
-use locklab_model::search::{SearchOptions, SearchResult, Strategy};
+use locklab_model::scenario::{Expectation, Property, Scenario};
+use locklab_model::search::{Reduction, SearchOptions, SearchResult, Strategy};
 use locklab_model::trace::{self, Trace};
 
 /// What the search found for one property.
@@ -115,8 +115,8 @@ pub struct ScenarioOutcome {
     /// Birthday bound on a fingerprint collision in the visited set (0 for walks).
     pub collision_probability: f64,
     /// The state-space reductions the search ran with (each tested against the plain
-    /// search in model/tests/model.rs).
-    pub reductions: Vec<&'static str>,
+    /// search in model/tests/reductions.rs).
+    pub reductions: Vec<Reduction>,
 }
 
 impl ScenarioOutcome {
@@ -226,27 +226,27 @@ pub fn outcome(
     }
 }
 
-/// The name of the symmetry reduction in [`ScenarioOutcome::reductions`]; the others
-/// are named by [`Reduction::as_str`].
-pub const SYMMETRY: &str = "symmetry";
-
-/// The reductions an exhaustive search ran with: `symmetry` (states equal up to a
-/// renaming of clients or interchangeable masters) and `receive_first` (a reply read
-/// before the other steps of its tick; docs/ARCHITECTURE.md, "Model semantics"). Walks
-/// keep no visited set, so symmetry plays no part in them.
+/// The reductions an exhaustive search of `model` ran with and that can act on it:
+/// `options`' reductions, less token names for a custom lock (its scripts may read a
+/// token's text) and the partial order where no machine's answers can be only recorded
+/// (every design but Redlock). Walks keep no visited set and read every step, so none.
 pub fn reductions(
     model: &LockModel,
     options: &SearchOptions,
     strategy: Strategy,
-) -> Vec<&'static str> {
-    let mut r = Vec::new();
-    if options.symmetry && strategy == Strategy::Exhaustive {
-        r.push(SYMMETRY);
+) -> Vec<Reduction> {
+    if strategy != Strategy::Exhaustive {
+        return Vec::new();
     }
-    if model.reduced() {
-        r.push(Reduction::ReceiveFirst.as_str());
-    }
-    r
+    options
+        .reductions()
+        .into_iter()
+        .filter(|r| match r {
+            Reduction::TokenNames => model.renames_tokens(),
+            Reduction::PartialOrder => model.partial_order_applies(),
+            Reduction::UnreadValues | Reduction::Symmetry => true,
+        })
+        .collect()
 }
 
 /// 0 when every verdict matches, else 1.

@@ -75,8 +75,9 @@ impl Phase {
 pub struct Flight {
     /// The physical node it is addressed to (the one serving the slot when sent).
     pub node: u8,
-    /// The command.
-    pub command: Command,
+    /// The command (shared: a state is copied at every step of the search, its
+    /// requests rarely change).
+    pub command: std::sync::Arc<Command>,
     /// Executed: the reply on its way back (or waiting for a paused client).
     pub held: Option<Reply>,
     /// Ticks its current leg has been deliverable without being delivered (the model's
@@ -269,7 +270,7 @@ impl Program {
         for send in step.sends {
             flights[send.node] = Some(Flight {
                 node: serving[send.node],
-                command: send.command,
+                command: std::sync::Arc::new(send.command),
                 held: None,
                 age: 0,
             });

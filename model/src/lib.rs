@@ -12,13 +12,16 @@
 
 pub mod call;
 pub mod client;
+pub mod forget;
 pub mod lua;
 pub mod model;
+pub mod partial_order;
 pub mod recheck;
 pub mod redis;
 pub mod scenario;
 pub mod search;
 pub mod state;
 pub mod symmetry;
+pub mod tokens;
 pub mod trace;
 pub mod walk;

@@ -9,10 +9,10 @@
 //! run past the bound meanwhile); a cut link or a dead node answers neither leg, and the
 //! running client's timeout fires ([`Action::Timeout`]), also for a command that ran.
 //! A crashed client's requests already sent still reach their nodes; their replies
-//! are read by nobody. Every interleaving is searched, unless the scenario asks for
-//! `reduction = "receive_first"` (a reply read before the other steps of its tick; not
-//! proven sound). Faults are actions the checker may choose at any point within the
-//! budget.
+//! are read by nobody. Every interleaving is offered; the search
+//! ([`crate::search`]) takes the answers a Redlock fan-out only records in one order
+//! ([`crate::partial_order`]). Faults are actions the checker may choose at any point
+//! within the budget.
 
 use locklab::resource::Stock;
 use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Reply, Step};
@@ -21,7 +21,7 @@ use stateright::{Model, Property as SrProperty};
 pub use crate::client::Op;
 use crate::client::{Change, Program};
 use crate::redis::Exec;
-use crate::scenario::{Arrival, Promotion, Property, Reduction, Scenario};
+use crate::scenario::{Arrival, Promotion, Property, Scenario};
 use crate::state::{Client, Flight, Node, Phase, Spent, Split, State};
 
 /// The stock every scenario starts with.
@@ -294,8 +294,6 @@ pub struct LockModel {
     /// The lock configuration the machines run with (times in ticks).
     pub cfg: LockConfig,
     program: Program,
-    /// The scenario's `reduction = "receive_first"`: reply reads go first in their tick.
-    receive_first: bool,
 }
 
 /// A deterministic hash (the same in every run, so representatives are stable).
@@ -366,20 +364,7 @@ impl LockModel {
             scenario: scenario.clone(),
             cfg,
             program: Program::of(scenario.design),
-            receive_first: scenario.reduction == Reduction::ReceiveFirst,
         }
-    }
-
-    /// The same model searching every interleaving, whatever the scenario's `reduction`
-    /// (to test the reduction against the plain search).
-    pub fn without_reduction(mut self) -> Self {
-        self.receive_first = false;
-        self
-    }
-
-    /// Whether the receive-first reduction is on.
-    pub fn reduced(&self) -> bool {
-        self.receive_first
     }
 
     /// The critical-section program every client runs once it holds the lock.
@@ -877,29 +862,8 @@ impl Model for LockModel {
         if self.tick_enabled(s) {
             out.push(Action::Tick);
         }
-        let start = out.len();
         for i in 0..s.clients.len() {
             self.client_actions(s, i, out);
-        }
-        // The scenario's `reduction = "receive_first"`: a reply that has come back is
-        // read before any other client or node step of its tick. Those steps neither read
-        // the receiving client's machine nor change its reply, so within a tick they give
-        // the same states in the other order; the tick and every fault stay offered. Not
-        // proven sound: "another step in tick t, the reply read in tick t+1" is never
-        // searched (docs/ARCHITECTURE.md, "Model semantics").
-        if self.receive_first
-            && out[start..]
-                .iter()
-                .any(|a| matches!(a, Action::Receive(..)))
-        {
-            let mut k = start;
-            for j in start..out.len() {
-                if matches!(out[j], Action::Receive(..)) {
-                    out.swap(k, j);
-                    k += 1;
-                }
-            }
-            out.truncate(k);
         }
         self.fault_actions(s, out);
     }

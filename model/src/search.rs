@@ -1,13 +1,23 @@
-//! Breadth-first search with symmetry reduction ([`crate::symmetry`]), reporting the
-//! shortest counterexample to each property.
+//! Breadth-first search with the state-space reductions, reporting the shortest
+//! counterexample to each property.
 //!
 //! stateright applies symmetry reduction only in depth-first search, and its breadth-first
 //! checker may replace a first (shortest) discovery with a later, longer one. This search
 //! runs the same [`stateright::Model`] level by level: every state of depth *d* is
 //! checked before any of depth *d + 1*, a property's first violation is kept and never
-//! replaced, and states are stored by the fingerprint of their symmetric representative.
+//! replaced, and states are stored by the fingerprint of their representative.
 //! A trace found in representative states is mapped back to the concrete clients and
 //! masters, then re-checked against the model ([`crate::recheck`]) before it is returned.
+//!
+//! Four reductions ([`Reduction`]), each switched by [`SearchOptions`]. Three merge states
+//! that have the same behaviours, so they keep every verdict and every shortest
+//! counterexample exactly: values no step reads again are forgotten
+//! ([`crate::forget`]), tokens are known by their first appearance rather than their
+//! names ([`crate::tokens`]), and clients (and Redlock's independent masters) by their
+//! role rather than their number ([`crate::symmetry`]). The fourth takes the answers a
+//! Redlock fan-out only records in one order ([`crate::partial_order`]): it keeps every
+//! verdict, and its counterexample lengths are compared with the unreduced search's by
+//! the tests.
 //!
 //! The visited set keeps a 64-bit fingerprint per state, not the state: a collision
 //! merges two states silently. Each result carries the birthday bound on that for the
@@ -18,10 +28,11 @@ use std::time::Instant;
 
 use stateright::Model;
 
-use crate::model::{fingerprint, Action, FaultKind, LockModel};
+use crate::model::{Action, FaultKind, LockModel};
 use crate::recheck::{collision_probability, recheck, PathError};
 use crate::scenario::Property;
 use crate::state::State;
+use crate::symmetry::{Renaming, Representative};
 
 /// Search settings.
 #[derive(Clone, Debug)]
@@ -29,6 +40,12 @@ pub struct SearchOptions {
     /// Merge states that differ only by a renaming of clients (and of Redlock's masters,
     /// where they are interchangeable).
     pub symmetry: bool,
+    /// Forget the values no step reads again before a state is stored.
+    pub unread_values: bool,
+    /// Know tokens by their first appearance in a state, not by their names.
+    pub token_names: bool,
+    /// Take the answers a Redlock fan-out only records in one order.
+    pub partial_order: bool,
     /// Worker threads expanding each level.
     pub threads: usize,
     /// Explore counterexamples of at most this many steps.
@@ -48,12 +65,102 @@ impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
             symmetry: true,
+            unread_values: true,
+            token_names: true,
+            partial_order: true,
             threads: 1,
             max_depth: None,
             time_limit: None,
             fingerprint_bits: 64,
             block_states: 1 << 16,
         }
+    }
+}
+
+impl SearchOptions {
+    /// No reduction at all: every interleaving, every state as it is (what the
+    /// reductions are tested against).
+    pub fn plain() -> Self {
+        SearchOptions {
+            symmetry: false,
+            unread_values: false,
+            token_names: false,
+            partial_order: false,
+            ..SearchOptions::default()
+        }
+    }
+
+    /// The reductions switched on, in [`Reduction::ALL`] order.
+    pub fn reductions(&self) -> Vec<Reduction> {
+        Reduction::ALL
+            .into_iter()
+            .filter(|r| match r {
+                Reduction::UnreadValues => self.unread_values,
+                Reduction::TokenNames => self.token_names,
+                Reduction::Symmetry => self.symmetry,
+                Reduction::PartialOrder => self.partial_order,
+            })
+            .collect()
+    }
+
+    /// A state as the search stores it: unread values forgotten, then the
+    /// representative of its renamings (the state itself without symmetry), keyed by
+    /// its fingerprint (tokens by their first appearance, with `token_names`).
+    pub fn representative(&self, model: &LockModel, mut s: State) -> Representative {
+        if self.unread_values {
+            model.forget(&mut s);
+        }
+        let fingerprint = |t: &State| model.state_fingerprint(t, self.token_names);
+        if self.symmetry {
+            model.representative(s, fingerprint)
+        } else {
+            Representative {
+                fingerprint: fingerprint(&s),
+                renaming: Renaming::identity(s.clients.len(), s.nodes.len()),
+                state: s,
+            }
+        }
+    }
+}
+
+/// A state-space reduction of the search.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// Values no step reads again are forgotten ([`crate::forget`]): exact.
+    UnreadValues,
+    /// Tokens known by their first appearance ([`crate::tokens`]): exact.
+    TokenNames,
+    /// Clients and interchangeable masters known by their role ([`crate::symmetry`]):
+    /// exact.
+    Symmetry,
+    /// The answers a Redlock fan-out only records, read in one order
+    /// ([`crate::partial_order`]): keeps verdicts; lengths tested.
+    PartialOrder,
+}
+
+impl Reduction {
+    /// Every reduction, in the order outputs list them.
+    pub const ALL: [Reduction; 4] = [
+        Reduction::UnreadValues,
+        Reduction::TokenNames,
+        Reduction::Symmetry,
+        Reduction::PartialOrder,
+    ];
+
+    /// Its name in outputs (JSON `reductions`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reduction::UnreadValues => "unread_values",
+            Reduction::TokenNames => "token_names",
+            Reduction::Symmetry => "symmetry",
+            Reduction::PartialOrder => "partial_order",
+        }
+    }
+
+    /// Whether it merges only states with the same behaviours, and so keeps every
+    /// verdict and shortest counterexample by construction.
+    pub fn exact(self) -> bool {
+        self != Reduction::PartialOrder
     }
 }
 
@@ -226,12 +333,8 @@ pub fn search(
     let bits = options.fingerprint_bits.clamp(1, 64);
     let mask = u64::MAX >> (64 - bits);
     let canon = |s: State| {
-        if options.symmetry {
-            let r = model.representative(s);
-            (r.fingerprint & mask, r.state)
-        } else {
-            (fingerprint(&s) & mask, s)
-        }
+        let r = options.representative(model, s);
+        (r.fingerprint & mask, r.state)
     };
     // Keyed by fingerprints, which are hashes already: a cheap hasher is enough.
     let mut visited: FxHashMap<u64, Visit> = FxHashMap::default();
@@ -296,6 +399,9 @@ pub fn search(
                 let parent = *parent;
                 actions.clear();
                 model.actions(s, &mut actions);
+                if options.partial_order {
+                    model.reduce_to_ample(s, &mut actions);
+                }
                 for &a in &actions {
                     let Some(next) = model.next_state(s, a) else {
                         continue;
@@ -386,7 +492,7 @@ pub fn search(
             let path = fp.and_then(|fp| {
                 let steps = path_to(fp);
                 if options.symmetry {
-                    concretize(model, &steps)
+                    concretize(model, options, &steps)
                         .map_err(|e| unverified.push((*p, e)))
                         .ok()
                 } else {
@@ -415,12 +521,17 @@ pub fn search(
 }
 
 /// Map a path found between representative states to the same path for the concrete
-/// clients and masters. Each step is replayed on the representative it was found from;
-/// the renamings to the next representative are composed, so that each action can be
-/// renamed back to the names of the initial state. A step that does not apply to its
-/// representative (a path that is not a behaviour) is an error.
-pub fn concretize(model: &LockModel, steps: &[Action]) -> Result<Vec<Action>, PathError> {
-    let first = model.representative(model.init_states().remove(0));
+/// clients and masters. Each step is replayed on the representative it was found from
+/// (stored as `options` store states); the renamings to the next representative are
+/// composed, so that each action can be renamed back to the names of the initial state.
+/// A step that does not apply to its representative (a path that is not a behaviour) is
+/// an error.
+pub fn concretize(
+    model: &LockModel,
+    options: &SearchOptions,
+    steps: &[Action],
+) -> Result<Vec<Action>, PathError> {
+    let first = options.representative(model, model.init_states().remove(0));
     let mut state = first.state;
     // Names of the current representative -> names of the concrete run.
     let mut to_concrete = first.renaming.inverse();
@@ -440,7 +551,7 @@ pub fn concretize(model: &LockModel, steps: &[Action]) -> Result<Vec<Action>, Pa
             step: k + 1,
             action: a,
         })?;
-        let r = model.representative(next);
+        let r = options.representative(model, next);
         to_concrete = r.renaming.inverse().then(&to_concrete);
         state = r.state;
     }

@@ -13,7 +13,7 @@ use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
 
-use crate::model::{fingerprint, Action, LockModel};
+use crate::model::{Action, LockModel};
 use crate::state::State;
 
 /// A renaming: client `i` becomes `clients[i]`, node `n` becomes `nodes[n]`.
@@ -91,8 +91,9 @@ impl LockModel {
             && self.cfg.wait_replicas == 0
     }
 
-    /// The representative of `s` under client (and, where valid, master) renaming.
-    pub fn representative(&self, s: State) -> Representative {
+    /// The representative of `s` under client (and, where valid, master) renaming: the
+    /// renaming with the smallest `fingerprint`.
+    pub fn representative(&self, s: State, fingerprint: impl Fn(&State) -> u64) -> Representative {
         let mut masters = if self.masters_symmetric() {
             master_orders(&s)
         } else {

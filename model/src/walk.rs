@@ -42,10 +42,10 @@ impl Default for WalkOptions {
 
 /// SplitMix64 (Steele, Lea, Flood 2014): a small, well-mixed generator, enough to pick
 /// among a few dozen steps.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -54,7 +54,7 @@ impl SplitMix64 {
     }
 
     /// Uniform in `0..n` (n > 0), by rejection so that no index is favoured.
-    fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         let n = n as u64;
         let zone = u64::MAX - u64::MAX % n;
         loop {

@@ -35,11 +35,12 @@ resource_safety = "holds"
     Scenario::parse(&text, "fp.toml").expect("test scenario parses")
 }
 
+/// No reduction but, if asked, symmetry: what the whole-state reference compares with.
 fn opts(symmetry: bool, bits: u32) -> SearchOptions {
     SearchOptions {
         symmetry,
         fingerprint_bits: bits,
-        ..SearchOptions::default()
+        ..SearchOptions::plain()
     }
 }
 

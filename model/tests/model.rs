@@ -2,7 +2,7 @@
 //! written here (the shipped scenarios are checked by `locklab check`).
 
 use locklab_model::model::{levels, Action, LockModel};
-use locklab_model::scenario::{Property, Reduction, Scenario};
+use locklab_model::scenario::{Property, Scenario};
 use locklab_model::search::{replay, search, SearchOptions};
 use stateright::{Checker, Model};
 
@@ -152,7 +152,6 @@ fn redlock(name: &str, horizon: u32, faults: &str, fencing: bool) -> Scenario {
         r#"name = "{name}"
 design = "redlock"
 fencing = {fencing}
-reduction = "receive_first"
 [topology]
 masters = 3
 [clients]
@@ -207,20 +206,22 @@ fn master_symmetry_keeps_verdicts_lengths_and_traces() {
     assert!(violated > 0, "a restart breaks Redlock");
 }
 
-/// The representative does not depend on how masters and clients are numbered.
+/// The representative (as the search stores states: unread values forgotten, tokens
+/// known by first appearance) does not depend on how masters and clients are numbered.
 #[test]
 fn representatives_ignore_master_and_client_numbering() {
     let sc = redlock("canonical", 4, "restarts = 1\npauses = 1", false);
     let model = LockModel::new(&sc);
+    let options = SearchOptions::default();
     let mut checked = 0;
     for next in levels(&model, 8) {
         for s in next.iter().step_by(7) {
-            let want = model.representative(s.clone()).fingerprint;
+            let want = options.representative(&model, s.clone()).fingerprint;
             for perm in [[1, 0, 2], [2, 0, 1], [0, 2, 1]] {
                 let mut t = s.clone();
                 t.permute_masters(&perm);
                 t.reorder_clients(&[1, 0]);
-                assert_eq!(model.representative(t).fingerprint, want);
+                assert_eq!(options.representative(&model, t).fingerprint, want);
                 checked += 1;
             }
         }
@@ -454,7 +455,6 @@ fn redlock_drift_allowance_is_checked() {
         let text = format!(
             r#"name = "drift"
 design = "redlock"
-reduction = "receive_first"
 [topology]
 masters = 3
 [clients]
@@ -489,70 +489,18 @@ fn offered(model: &LockModel, s: &locklab_model::state::State) -> Vec<Action> {
     actions
 }
 
-fn receive_first(sc: &Scenario) -> Scenario {
-    Scenario {
-        reduction: Reduction::ReceiveFirst,
-        ..sc.clone()
-    }
-}
-
-/// Every interleaving is searched unless the scenario asks for the reduction: a reply
-/// waiting to be read holds no other client back ("another step in tick t, the reply
-/// read in tick t+1" is searched). With `reduction = "receive_first"` the read goes
-/// first.
+/// The model offers every interleaving: a reply waiting to be read holds no other
+/// client back ("another step in tick t, the reply read in tick t+1" is offered).
 #[test]
 fn a_waiting_reply_holds_no_other_client_back() {
     let sc = scenario("wait", "lua-release", 3, 8, "");
-    for (model, others) in [
-        (LockModel::new(&sc), true),
-        (LockModel::new(&receive_first(&sc)), false),
-    ] {
-        assert_eq!(model.reduced(), !others);
-        let mut s = model.init_states().remove(0);
-        for a in [Action::Acquire(0), Action::Deliver(0, 0)] {
-            s = model.next_state(&s, a).unwrap();
-        }
-        let now = offered(&model, &s);
-        assert!(now.contains(&Action::Receive(0, 0)), "{now:?}");
-        assert!(now.contains(&Action::Tick), "{now:?}");
-        assert_eq!(now.contains(&Action::Acquire(1)), others, "{now:?}");
+    let model = LockModel::new(&sc);
+    let mut s = model.init_states().remove(0);
+    for a in [Action::Acquire(0), Action::Deliver(0, 0)] {
+        s = model.next_state(&s, a).unwrap();
     }
-}
-
-/// The receive-first reduction against the plain search on Redlock spaces small enough
-/// for a test (the `redlock` scenarios here set it, as the shipped ones do): the same verdicts, never a shorter counterexample (a reduced path is a
-/// plain one), fewer states. The shipped scenarios that use it are compared by
-/// `locklab bench checker` (reports/bench-checker.md).
-#[test]
-fn receive_first_keeps_verdicts() {
-    for sc in [
-        redlock("rf", 6, "pauses = 1", false),
-        scenario("rf", "lua-release", 3, 8, "pauses = 1"),
-        scenario("rf", "watchdog", 3, 8, "lost_replies = 1"),
-    ] {
-        let reduced = LockModel::new(&receive_first(&sc));
-        let plain = LockModel::new(&sc).without_reduction();
-        assert!(reduced.reduced() && !plain.reduced());
-        let a = search(&reduced, &opts(true, None), |_| {});
-        let b = search(&plain, &opts(true, None), |_| {});
-        assert!(a.complete && b.complete && a.purchased, "{}", sc.name);
-        eprintln!(
-            "{} {}: {} reduced, {} plain",
-            sc.name, sc.design, a.unique_states, b.unique_states
-        );
-        assert!(a.unique_states < b.unique_states);
-        for p in Property::ALL {
-            let (x, y) = (
-                a.counterexample(p).map(<[Action]>::len),
-                b.counterexample(p).map(<[Action]>::len),
-            );
-            assert_eq!(x.is_some(), y.is_some(), "{} {}: {p}", sc.name, sc.design);
-            assert!(
-                x >= y,
-                "{} {}: {p} {x:?} reduced, {y:?} plain",
-                sc.name,
-                sc.design
-            );
-        }
-    }
+    let now = offered(&model, &s);
+    assert!(now.contains(&Action::Receive(0, 0)), "{now:?}");
+    assert!(now.contains(&Action::Tick), "{now:?}");
+    assert!(now.contains(&Action::Acquire(1)), "{now:?}");
 }

@@ -214,7 +214,7 @@ impl LockStep {
 /// The machine of a custom lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Custom {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 fn lock(cfg: &LockConfig) -> &Arc<CustomLock> {

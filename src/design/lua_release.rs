@@ -14,7 +14,7 @@ use crate::script::Script;
 /// SET NX PX with a compare-and-delete release.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LuaRelease {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 pub(crate) fn compare_and_delete(cfg: &LockConfig, grant: &Grant) -> Command {

@@ -113,6 +113,32 @@ impl Redlock {
         }
     }
 
+    /// Zero the lease end of a held or released grant (see
+    /// [`crate::LockMachine::forget_reported_times`]). The start of an acquire or an
+    /// extension stays: the validity check reads it.
+    pub(crate) fn forget_reported_times(&mut self) {
+        match &mut self.phase {
+            Phase::Held(grant)
+            | Phase::Releasing { grant, .. }
+            | Phase::Extending { grant, .. } => grant.forget_lease_end(),
+            Phase::Idle | Phase::Acquiring { .. } => {}
+        }
+    }
+
+    /// Whether an answer from `node` would only be recorded: the operation in flight
+    /// waits for another master as well, so the answer sends nothing, reports nothing
+    /// and reads no clock, whatever it says and whenever it comes.
+    pub(crate) fn records_only(&self, node: usize) -> bool {
+        let pending = match &self.phase {
+            Phase::Acquiring { pending, .. }
+            | Phase::Releasing { pending, .. }
+            | Phase::Extending { pending, .. } => *pending,
+            Phase::Idle | Phase::Held(_) => return false,
+        };
+        let bit: Nodes = 1 << node;
+        pending & bit != 0 && pending & !bit != 0
+    }
+
     fn release_all(&mut self, cfg: &LockConfig, grant: Grant, why: Option<Denied>) -> Step {
         let sends = self.fan_out(|| compare_and_delete(cfg, &grant));
         self.phase = Phase::Releasing {

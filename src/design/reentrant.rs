@@ -16,7 +16,7 @@ use crate::script::Script;
 /// Redisson's reentrant hash lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Reentrant {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 fn eval(script: Script, cfg: &LockConfig, owner: &str) -> Command {

@@ -12,7 +12,7 @@ use crate::machine::{Answer, Grant, LockConfig, Millis, Protocol, Step};
 /// `lua-release` renewed by a timer.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Watchdog {
-    inner: LuaRelease,
+    pub(crate) inner: LuaRelease,
 }
 
 impl Protocol for Watchdog {

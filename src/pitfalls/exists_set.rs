@@ -15,7 +15,7 @@ use crate::machine::{
 /// EXISTS, then a plain SET PX.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct ExistsSet {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for ExistsSet {

@@ -14,7 +14,7 @@ use crate::machine::{Answer, Grant, LockConfig, Millis, NoAnswer, Phase, Protoco
 /// SET NX PX with an unchecked renewal.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct GetExpireRenewal {
-    phase: Phase,
+    pub(crate) phase: Phase,
     /// The renewal's GET found a key; its PEXPIRE is in flight.
     expiring: bool,
 }

@@ -15,7 +15,7 @@ use crate::machine::{
 /// The GETSET timestamp lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct GetsetTimestamp {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for GetsetTimestamp {

@@ -10,7 +10,7 @@ use crate::machine::{
 /// The naive SETNX lock (no expiry).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct NaiveSetnx {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for NaiveSetnx {

@@ -9,7 +9,7 @@ use crate::machine::{no_renewal, Answer, Grant, LockConfig, Millis, Phase, Proto
 /// SET NX PX with a blind DEL.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SetPxDel {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for SetPxDel {

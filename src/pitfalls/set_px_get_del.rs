@@ -13,7 +13,7 @@ use crate::machine::{
 /// SET NX PX with a check-then-act release.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SetPxGetDel {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for SetPxGetDel {

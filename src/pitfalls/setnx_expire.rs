@@ -12,7 +12,7 @@ use crate::machine::{
 /// SETNX followed by a separate PEXPIRE.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SetnxExpire {
-    phase: Phase,
+    pub(crate) phase: Phase,
 }
 
 impl Protocol for SetnxExpire {

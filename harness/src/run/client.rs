@@ -120,7 +120,7 @@ impl Client {
             .execute(&f.command)
             .await
             .map_err(|e| e.to_string());
-        Some((f.command.clone(), answer))
+        Some((Command::clone(&f.command), answer))
     }
 
     /// Put a machine step into effect through the client program (the model's): record

@@ -29,10 +29,9 @@
 //! - `renewal_on_error` (string, default `"stop"`; designs that renew only): what the
 //!   watchdog does after a renewal that got no answer. `"stop"`: it renews that hold no
 //!   more, as Redisson's watchdog; `"retry"`: it tries again at the next interval.
-//! - `reduction` (string, default `"none"`): `"none"` searches every interleaving;
-//!   `"receive_first"` reads a reply before the other client and node steps of its
-//!   tick, a reduction not proven sound (docs/ARCHITECTURE.md, "Model semantics"), for
-//!   spaces the plain search cannot reach.
+//! - `reduction` is refused: the search needs no opt-in any more (its reductions keep
+//!   every verdict; [`crate::search`]), and the unsound `"receive_first"` it used to
+//!   select is gone.
 //!
 //! `[topology]`:
 //! - `masters` (default 1): independent masters; more than 1 only for `redlock`; at most 7.
@@ -179,41 +178,8 @@ pub struct Scenario {
     /// `[lock]`: the steps of design `custom` (`None` for the built-in designs).
     #[serde(skip_serializing_if = "Option::is_none", serialize_with = "lock_json")]
     pub lock: Option<ScenarioLock>,
-    /// `reduction`: `"receive_first"` lets the search read a reply before the other
-    /// steps of its tick, a reduction not proven sound (docs/ARCHITECTURE.md, "Model
-    /// semantics"), for spaces the plain search cannot reach; `"none"` (the default)
-    /// searches every interleaving.
-    #[serde(skip_serializing_if = "Reduction::is_none")]
-    pub reduction: Reduction,
     /// The file this scenario was read from (as given, not canonicalized).
     pub path: PathBuf,
-}
-
-/// `reduction`: what the search may leave out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reduction {
-    /// Every interleaving (the default): "holds" is a proof within the bounds.
-    #[default]
-    None,
-    /// A reply that has come back is read before the other client and node steps of its
-    /// tick. Not proven sound with time: it never searches "another step in tick t, the
-    /// reply read in tick t+1", which made four shortest counterexamples one step longer.
-    ReceiveFirst,
-}
-
-impl Reduction {
-    /// Its value in a scenario file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reduction::None => "none",
-            Reduction::ReceiveFirst => "receive_first",
-        }
-    }
-
-    fn is_none(&self) -> bool {
-        *self == Reduction::None
-    }
 }
 
 /// `[topology]`: how many Redis nodes and how they relate.

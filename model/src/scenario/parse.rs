@@ -32,7 +32,6 @@ const TOP_KEYS: &[&str] = &[
     "faults",
     "expect",
     "lock",
-    "reduction",
 ];
 const TOPOLOGY_KEYS: &[&str] = &["masters", "replicas", "promotion", "sentinels"];
 const CLIENTS_KEYS: &[&str] = &["count", "attempts", "arrival"];
@@ -118,6 +117,8 @@ impl Parser<'_> {
         };
 
         // Unknown keys first: a misspelt key would otherwise show up as a missing one.
+        // A key earlier versions read is refused with its reason.
+        self.no_reduction(&root)?;
         self.check_unknown(&root)?;
         let topology = self.section(&root, "topology", TOPOLOGY_KEYS)?;
         let clients = self.section(&root, "clients", CLIENTS_KEYS)?;
@@ -150,7 +151,6 @@ impl Parser<'_> {
             .map(|f| f.value)
             .unwrap_or_default();
         let fencing = self.fencing(&root)?;
-        let reduction = self.reduction(&root)?;
         let wait_replicas = self.u32_or(&root, "wait_replicas", 0)?;
         let watchdog = self.watchdog(&root, design)?;
         let renewal_on_error = self.renewal_on_error(&root, design)?;
@@ -203,7 +203,6 @@ impl Parser<'_> {
             faults,
             expect,
             lock,
-            reduction,
             path: self.path.to_path_buf(),
         })
     }

@@ -7,7 +7,7 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::parse::{Parser, Result};
-use super::{Arrival, Expectation, KeyErrorKind, Promotion, Reduction, ScenarioError};
+use super::{Arrival, Expectation, KeyErrorKind, Promotion, ScenarioError};
 
 type Entry<'i> = Spanned<DeValue<'i>>;
 
@@ -187,21 +187,21 @@ impl Parser<'_> {
         }
     }
 
-    /// `reduction`: `"none"` (the default) or `"receive_first"`.
-    pub(super) fn reduction(&self, root: &Section<'_, '_>) -> Result<Reduction> {
-        let Some(field) = self.string(root, "reduction")? else {
-            return Ok(Reduction::None);
+    /// `reduction`, which earlier versions read, is refused with the reason: its one
+    /// reduction, `"receive_first"`, was not sound, and the search needs no opt-in now.
+    pub(super) fn no_reduction(&self, root: &Section<'_, '_>) -> Result<()> {
+        let Some(entry) = root.get("reduction") else {
+            return Ok(());
         };
-        match field.value.as_str() {
-            "none" => Ok(Reduction::None),
-            "receive_first" => Ok(Reduction::ReceiveFirst),
-            other => Err(self.err(
-                field.line,
-                "reduction".into(),
-                KeyErrorKind::InvalidValue,
-                format!("`{other}` is not a reduction; use \"none\" or \"receive_first\""),
-            )),
-        }
+        Err(self.err(
+            self.line(&entry.span()),
+            "reduction".into(),
+            KeyErrorKind::Unknown,
+            "`reduction` is no longer read: the search takes the answers a Redlock fan-out \
+             only records in one order by itself, keeping every verdict (README, \
+             \"Reductions\"); \"receive_first\" was not sound. Delete the line"
+                .to_string(),
+        ))
     }
 
     /// `watchdog`: on unless set to `false`; only for designs that renew.

@@ -1,0 +1,227 @@
+//! Forgetting what no step reads again: before a state is stored, every value the model
+//! will never read (or reads only through a comparison that a smaller value answers the
+//! same way) is set to one fixed value, so that states which differ only there are
+//! stored once.
+//!
+//! This is exact, not an approximation: a state and its forgotten form enable the same
+//! actions, satisfy the same properties, record the same coverage, and every action
+//! takes them to states whose forgotten forms are equal (a bisimulation, checked on the
+//! reachable states of every scenario by `model/tests/forget.rs`). So the search over
+//! forgotten states finds the same verdicts and the same shortest counterexamples, step
+//! for step, as the search over the states themselves; only the count of states
+//! changes. Counterexamples are replayed from the real initial state, so traces show
+//! every value.
+
+use crate::model::LockModel;
+use crate::state::{Phase, State};
+
+impl LockModel {
+    /// Set what `s` keeps but no later step reads to a fixed value:
+    ///
+    /// - a leg's age and a client's wait past `max_step_delay` (only compared with it);
+    /// - the times a lock machine keeps only to report them
+    ///   ([`locklab::LockMachine::forget_reported_times`]);
+    /// - the renewal timer, the fencing token and the retry back-off of a client that
+    ///   does not hold the lock (each is set anew before it is read again);
+    /// - everything of a finished or crashed client but its phase and what it still has
+    ///   on the wire (its machine, attempts, clock, links once nothing is in flight);
+    /// - which finished or crashed client wrote an entry: the properties ask only
+    ///   whether its writer still claims the lock, which such a client never does again,
+    ///   as nobody does.
+    pub fn forget(&self, s: &mut State) {
+        let gone: Vec<bool> = s
+            .clients
+            .iter()
+            .map(|c| matches!(c.phase, Phase::Done | Phase::Crashed))
+            .collect();
+        for node in &mut s.nodes {
+            for (_, e) in &mut node.data.entries {
+                if e.owner.is_some_and(|o| gone[usize::from(o)]) {
+                    e.owner = None;
+                }
+            }
+        }
+        let limit = u8::try_from(self.scenario.timing.max_step_delay).unwrap_or(u8::MAX);
+        for c in &mut s.clients {
+            for f in c.flights.iter_mut().flatten() {
+                f.age = f.age.min(limit);
+            }
+            c.waited = c.waited.min(limit);
+            c.machine.forget_reported_times();
+            if !c.holding() {
+                c.since_renew = 0;
+                c.fence = None;
+            }
+            if c.phase != Phase::Idle || c.attempts == 0 {
+                c.retry_wait = false;
+            }
+            if matches!(c.phase, Phase::Done | Phase::Crashed) {
+                c.machine.reset(&self.cfg);
+                c.attempts = 0;
+                c.waited = 0;
+                if c.flights.iter().all(Option::is_none) {
+                    c.offset = 0;
+                    c.cut = 0;
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    use stateright::Model;
+
+    use super::*;
+    use crate::model::{fingerprint, Action};
+    use crate::scenario::{load_dir, Property};
+    use crate::search::Coverage;
+    use crate::walk::SplitMix64;
+
+    /// Reachable states of `model` to check: the first `near` states of a breadth-first
+    /// walk, and every state along `walks` seeded random walks to the horizon.
+    fn sample(model: &LockModel, near: usize, walks: u64) -> Vec<State> {
+        let mut out = model.init_states();
+        let mut seen: HashSet<u64> = out.iter().map(fingerprint).collect();
+        let mut k = 0;
+        let mut actions = Vec::new();
+        while k < out.len() && out.len() < near {
+            actions.clear();
+            model.actions(&out[k], &mut actions);
+            for &a in &actions {
+                if let Some(n) = model.next_state(&out[k], a) {
+                    if model.within_boundary(&n) && seen.insert(fingerprint(&n)) {
+                        out.push(n);
+                    }
+                }
+            }
+            k += 1;
+        }
+        for w in 0..walks {
+            let mut rng = SplitMix64(w.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
+            let mut s = model.init_states().remove(0);
+            loop {
+                actions.clear();
+                model.actions(&s, &mut actions);
+                let next: Vec<State> = actions
+                    .iter()
+                    .filter_map(|&a| model.next_state(&s, a))
+                    .filter(|n| model.within_boundary(n))
+                    .collect();
+                if next.is_empty() {
+                    break;
+                }
+                s = next[rng.below(next.len())].clone();
+                if seen.insert(fingerprint(&s)) {
+                    out.push(s.clone());
+                }
+            }
+        }
+        out
+    }
+
+    fn forgotten(model: &LockModel, s: &State) -> State {
+        let mut f = s.clone();
+        model.forget(&mut f);
+        f
+    }
+
+    /// `s` and its forgotten form are bisimilar, one step deep: the same steps offered,
+    /// the same properties, the same vacuity records, and each step leads to states
+    /// whose forgotten forms are equal.
+    fn check_state(model: &LockModel, s: &State) {
+        let f = forgotten(model, s);
+        let offered = |t: &State| {
+            let mut v = Vec::new();
+            model.actions(t, &mut v);
+            v
+        };
+        let actions: Vec<Action> = offered(s);
+        assert_eq!(
+            actions,
+            offered(&f),
+            "{}: steps offered\n{s:?}",
+            model.scenario.name
+        );
+        for p in Property::ALL {
+            assert_eq!(
+                model.holds(p, s),
+                model.holds(p, &f),
+                "{}: {p}",
+                model.scenario.name
+            );
+        }
+        assert_eq!(LockModel::purchased(s), LockModel::purchased(&f));
+        assert_eq!(model.within_boundary(s), model.within_boundary(&f));
+        for a in actions {
+            let (mut x, mut y) = (Coverage::default(), Coverage::default());
+            x.record(model, s, a);
+            y.record(model, &f, a);
+            assert_eq!(x, y, "{}: coverage of {a}", model.scenario.name);
+            let after = |t: &State| model.next_state(t, a).map(|n| forgotten(model, &n));
+            assert_eq!(
+                after(s),
+                after(&f),
+                "{}: {a} from\n{s:?}\nand from its forgotten form\n{f:?}",
+                model.scenario.name
+            );
+        }
+    }
+
+    /// Forgetting is exact on every shipped scenario and custom lock: checked on the
+    /// states near the start and along random walks to the horizon. Some state of each
+    /// scenario must actually forget something, or the check would be empty.
+    #[test]
+    fn forgetting_keeps_every_behaviour() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut scenarios = load_dir(root.join("scenarios")).unwrap();
+        scenarios.extend(load_dir(root.join("examples/custom")).unwrap());
+        assert!(scenarios.len() >= 40, "{} scenarios", scenarios.len());
+        // Faults no shipped scenario combines: a crash with a cut link (a crashed
+        // client's requests still travel its links), lost replies on Redlock.
+        for (name, design, masters, faults) in [
+            (
+                "crash-cut",
+                "lua-release",
+                1,
+                "crashes = 1\npartitions = 1\npauses = 1",
+            ),
+            (
+                "redlock-mix",
+                "redlock",
+                3,
+                "crashes = 1\npartitions = 1\nlost_replies = 1",
+            ),
+        ] {
+            let text = format!(
+                "name = \"{name}\"\ndesign = \"{design}\"\n[topology]\nmasters = {masters}\n\
+                 [clients]\ncount = 2\n[timing]\nttl = 3\nwork = 1\nmax_step_delay = 1\n\
+                 horizon = 7\n[faults]\n{faults}\n[expect]\nmutual_exclusion = \"holds\"\n\
+                 owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\n\
+                 resource_safety = \"holds\"\n"
+            );
+            scenarios
+                .push(crate::scenario::Scenario::parse(&text, format!("{name}.toml")).unwrap());
+        }
+        for sc in &scenarios {
+            let model = LockModel::new(sc);
+            let states = sample(&model, 2_000, 200);
+            let changed = states
+                .iter()
+                .filter(|s| forgotten(&model, s) != **s)
+                .count();
+            assert!(
+                changed > 0,
+                "{}: nothing forgotten in {} states",
+                sc.name,
+                states.len()
+            );
+            for s in &states {
+                check_state(&model, s);
+            }
+        }
+    }
+}

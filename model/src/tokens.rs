@@ -1,0 +1,174 @@
+//! Token renaming: states that differ only by the names of their lock tokens are one
+//! state for the search.
+//!
+//! The model names each acquire attempt's token `t1`, `t2`, ... in the order the
+//! attempts start ([`State::next_token`]). Which number a token has says nothing a lock
+//! can act on: the built-in designs and their scripts only compare tokens for equality
+//! (is this entry mine?), so renaming every token of a state one-to-one gives a state
+//! with the same behaviours, renamed. Two holds that burned a different number of
+//! tokens on the way (a refused attempt, a re-entry), or took them in the other order,
+//! are then the same state.
+//!
+//! The search keys such states alike by hashing each token as the order of its first
+//! appearance in the state instead of its name ([`LockModel::state_fingerprint`]), and
+//! leaves out the counter: a stored state keeps its own names and counter, so the tokens
+//! it hands out later stay fresh. A custom lock (design `custom`) is hashed as it is: its
+//! scripts may do anything with a token's text.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use locklab::DesignId;
+
+use crate::model::LockModel;
+use crate::state::State;
+
+/// The number of a model token's text (`t` and digits), if it is one.
+fn token_number(bytes: &[u8]) -> Option<u32> {
+    let digits = bytes.strip_prefix(b"t")?;
+    if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(
+        digits
+            .iter()
+            .fold(0u32, |n, d| n * 10 + u32::from(d - b'0')),
+    )
+}
+
+/// The hasher of state fingerprints: it gathers the bytes a state's `Hash` writes
+/// and hashes them in one piece with the standard hasher (SipHash-1-3) at the end, which
+/// is several times faster than feeding it the hundreds of small writes one by one.
+/// With `token_names`, every byte string that is a token is written as the order of its
+/// first appearance instead. (A string comes as its bytes through `write`, then a `0xff`
+/// through `write_u8`; integers come through their own methods, untouched.)
+struct StateHasher<'a> {
+    bytes: &'a mut Vec<u8>,
+    token_names: bool,
+    seen: Vec<u32>,
+}
+
+/// `Hasher` methods that append an integer's little-endian bytes.
+macro_rules! integers {
+    ($($name:ident: $t:ty),*) => {
+        $(fn $name(&mut self, i: $t) {
+            self.bytes.extend_from_slice(&i.to_le_bytes())
+        })*
+    };
+}
+
+impl Hasher for StateHasher<'_> {
+    fn write(&mut self, bytes: &[u8]) {
+        match token_number(bytes).filter(|_| self.token_names) {
+            Some(n) => {
+                let k = match self.seen.iter().position(|&s| s == n) {
+                    Some(k) => k,
+                    None => {
+                        self.seen.push(n);
+                        self.seen.len() - 1
+                    }
+                };
+                // A marker no string of the state starts with, then the order.
+                self.bytes.push(0xfe);
+                self.bytes.extend_from_slice(&k.to_le_bytes());
+            }
+            None => {
+                self.bytes.extend_from_slice(&bytes.len().to_le_bytes());
+                self.bytes.extend_from_slice(bytes);
+            }
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.bytes.push(i)
+    }
+    integers!(
+        write_u16: u16,
+        write_u32: u32,
+        write_u64: u64,
+        write_u128: u128,
+        write_usize: usize,
+        write_i8: i8,
+        write_i16: i16,
+        write_i32: i32,
+        write_i64: i64,
+        write_i128: i128,
+        write_isize: isize
+    );
+    fn finish(&self) -> u64 {
+        let mut h = DefaultHasher::new();
+        h.write(self.bytes);
+        h.finish()
+    }
+}
+
+thread_local! {
+    /// Each search thread's buffer for [`StateHasher`], kept between states.
+    static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl LockModel {
+    /// Whether the search names tokens by their first appearance: every design but
+    /// `custom`.
+    pub fn renames_tokens(&self) -> bool {
+        self.scenario.design != DesignId::Custom
+    }
+
+    /// The key of `s` in the visited set. With `token_names`, its fingerprint with
+    /// tokens known by their first appearance and the token counter left out (see the
+    /// module documentation), except for a custom lock; otherwise the plain fingerprint.
+    pub fn state_fingerprint(&self, s: &State, token_names: bool) -> u64 {
+        let token_names = token_names && self.renames_tokens();
+        BYTES.with_borrow_mut(|bytes| {
+            bytes.clear();
+            let mut h = StateHasher {
+                bytes,
+                token_names,
+                seen: Vec::new(),
+            };
+            let State {
+                now,
+                clients,
+                nodes,
+                serving,
+                stock,
+                spent,
+                next_token,
+                displaced_other,
+                split,
+            } = s;
+            now.hash(&mut h);
+            clients.hash(&mut h);
+            nodes.hash(&mut h);
+            serving.hash(&mut h);
+            stock.hash(&mut h);
+            spent.hash(&mut h);
+            if !token_names {
+                next_token.hash(&mut h);
+            }
+            displaced_other.hash(&mut h);
+            split.hash(&mut h);
+            h.finish()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_model_tokens_are_numbers() {
+        assert_eq!(token_number(b"t1"), Some(1));
+        assert_eq!(token_number(b"t42"), Some(42));
+        for other in [
+            &b"t"[..],
+            b"lock",
+            b"lock:fence",
+            b"500",
+            b"tx1",
+            b"t1a",
+            b"",
+        ] {
+            assert_eq!(token_number(other), None, "{other:?}");
+        }
+    }
+}

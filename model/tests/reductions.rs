@@ -1,0 +1,147 @@
+//! Every reduction of the search against the search without it, on the shipped
+//! scenarios: the same verdicts, the same counterexample lengths, the same vacuity
+//! records, and never more states. (Forgetting unread values is also checked state by
+//! state, as a bisimulation, in `model/src/forget.rs`.)
+
+use std::path::Path;
+
+use locklab_model::model::LockModel;
+use locklab_model::scenario::{load_dir, Property, Scenario};
+use locklab_model::search::{search, SearchOptions, SearchResult};
+
+fn shipped() -> Vec<Scenario> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut all = load_dir(root.join("scenarios")).expect("scenarios load");
+    all.extend(load_dir(root.join("examples/custom")).expect("custom locks load"));
+    all
+}
+
+fn run(sc: &Scenario, options: &SearchOptions) -> SearchResult {
+    let options = SearchOptions {
+        threads: 2,
+        ..options.clone()
+    };
+    search(&LockModel::new(sc), &options, |_| {})
+}
+
+/// `with` (the reduction on) finds what `without` finds: complete searches, the same
+/// verdicts, counterexamples of the same length, the same coverage; and no more states.
+fn agree(name: &str, with: &SearchResult, without: &SearchResult) {
+    assert!(
+        with.complete && without.complete,
+        "{name}: complete searches"
+    );
+    assert_eq!(with.purchased, without.purchased, "{name}: purchase");
+    assert_eq!(with.coverage, without.coverage, "{name}: coverage");
+    for p in Property::ALL {
+        assert_eq!(
+            with.counterexample(p).map(<[_]>::len),
+            without.counterexample(p).map(<[_]>::len),
+            "{name}: {p}"
+        );
+        assert!(with.unverified(p).is_none() && without.unverified(p).is_none());
+    }
+    assert!(
+        with.unique_states <= without.unique_states,
+        "{name}: {} states with the reduction, {} without",
+        with.unique_states,
+        without.unique_states
+    );
+    eprintln!(
+        "{name}: {} states with the reduction, {} without",
+        with.unique_states, without.unique_states
+    );
+}
+
+/// The partial-order reduction on every shipped scenario it acts on (Redlock's), each
+/// with one attempt per client and a horizon of 8 so that its unreduced search takes
+/// seconds, not minutes; redlock-drift-no-allowance, whose violations need the second
+/// attempt, keeps both and gets a horizon of 7. The full-size comparison of every one is
+/// in reports/bench-checker.md (`locklab check --no-partial-order`).
+#[test]
+fn partial_order_keeps_verdicts_lengths_and_coverage() {
+    let mut acted = 0;
+    for sc in shipped() {
+        if !LockModel::new(&sc).partial_order_applies() {
+            continue;
+        }
+        let mut sc = sc.clone();
+        if sc.name == "redlock-drift-no-allowance" {
+            sc.timing.horizon = 7;
+        } else {
+            sc.clients.attempts = 1;
+            sc.timing.horizon = 8;
+        }
+        let with = run(&sc, &SearchOptions::default());
+        let without = run(
+            &sc,
+            &SearchOptions {
+                partial_order: false,
+                ..SearchOptions::default()
+            },
+        );
+        agree(&sc.name, &with, &without);
+        assert!(
+            with.unique_states < without.unique_states,
+            "{}: acts",
+            sc.name
+        );
+        let broken = Property::ALL
+            .iter()
+            .filter(|p| with.counterexample(**p).is_some())
+            .count();
+        assert_eq!(
+            broken > 0,
+            sc.name != "redlock-no-faults" && sc.name != "redlock-drift",
+            "{}",
+            sc.name
+        );
+        acted += 1;
+    }
+    assert_eq!(acted, 6, "the six Redlock scenarios");
+}
+
+/// Known by their first appearance, tokens merge states of every shipped scenario small
+/// enough to search twice here (below 300 000 states with every reduction), and keep
+/// what the search finds. A custom lock's tokens keep their names.
+#[test]
+fn token_names_keep_verdicts_lengths_and_coverage() {
+    let mut compared = 0;
+    for sc in shipped() {
+        let with = run(&sc, &SearchOptions::default());
+        if with.unique_states > 300_000 {
+            continue;
+        }
+        let without = run(
+            &sc,
+            &SearchOptions {
+                token_names: false,
+                ..SearchOptions::default()
+            },
+        );
+        agree(&sc.name, &with, &without);
+        if LockModel::new(&sc).renames_tokens() {
+            compared += 1;
+        } else {
+            assert_eq!(with.unique_states, without.unique_states, "{}", sc.name);
+        }
+    }
+    assert!(compared >= 25, "{compared} scenarios compared");
+}
+
+/// Every reduction together against none at all, on the shipped scenarios whose plain
+/// search is quick: the plain search is what a verdict claims.
+#[test]
+fn all_reductions_keep_what_the_plain_search_finds() {
+    let mut compared = 0;
+    for sc in shipped() {
+        let with = run(&sc, &SearchOptions::default());
+        if with.unique_states > 40_000 {
+            continue;
+        }
+        let plain = run(&sc, &SearchOptions::plain());
+        agree(&sc.name, &with, &plain);
+        compared += 1;
+    }
+    assert!(compared >= 15, "{compared} scenarios compared");
+}
