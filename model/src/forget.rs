@@ -23,8 +23,10 @@ impl LockModel {
     ///   ([`locklab::LockMachine::forget_reported_times`]);
     /// - the renewal timer, the fencing token and the retry back-off of a client that
     ///   does not hold the lock (each is set anew before it is read again);
-    /// - everything of a finished or crashed client but its phase and what it still has
-    ///   on the wire (its machine, attempts, clock, links once nothing is in flight);
+    /// - everything of a finished or crashed client but its phase and, while it has
+    ///   requests or replies on the wire, its machine, clock and links (a crashed
+    ///   client's request still reaches its node, and whether it took the lock is its
+    ///   machine's say);
     /// - which finished or crashed client wrote an entry: the properties ask only
     ///   whether its writer still claims the lock, which such a client never does again,
     ///   as nobody does.
@@ -56,10 +58,12 @@ impl LockModel {
                 c.retry_wait = false;
             }
             if matches!(c.phase, Phase::Done | Phase::Crashed) {
-                c.machine.reset(&self.cfg);
                 c.attempts = 0;
                 c.waited = 0;
+                // What it has on the wire still reads its machine (a crashed stealer's
+                // GETSET wins or loses by it), its clock and its links.
                 if c.flights.iter().all(Option::is_none) {
+                    c.machine.reset(&self.cfg);
                     c.offset = 0;
                     c.cut = 0;
                 }
@@ -123,6 +127,50 @@ mod tests {
         out
     }
 
+    /// Reachable states one step after a state as the search stores it (unread values
+    /// forgotten, tokens by first appearance, clients and masters by role), which is
+    /// where forgetting too much shows: about `count` of them, spread over the whole
+    /// stored space (its first 50 000 stored states) rather than its first levels.
+    fn after_stored(model: &LockModel, count: usize) -> Vec<State> {
+        let options = crate::search::SearchOptions::default();
+        let mut level = vec![options.representative(model, model.init_states().remove(0))];
+        let mut seen: HashSet<u64> = level.iter().map(|r| r.fingerprint).collect();
+        let mut stored = Vec::new();
+        let mut actions = Vec::new();
+        while !level.is_empty() && stored.len() < 50_000 {
+            let mut next = Vec::new();
+            for r in level {
+                actions.clear();
+                model.actions(&r.state, &mut actions);
+                for &a in &actions {
+                    if let Some(n) = model.next_state(&r.state, a) {
+                        if model.within_boundary(&n) {
+                            let rep = options.representative(model, n);
+                            if seen.insert(rep.fingerprint) {
+                                next.push(rep);
+                            }
+                        }
+                    }
+                }
+                stored.push(r.state);
+            }
+            level = next;
+        }
+        let step = (stored.len() / count.max(1)).max(1);
+        let mut out = Vec::new();
+        for r in stored.iter().step_by(step) {
+            actions.clear();
+            model.actions(r, &mut actions);
+            out.extend(
+                actions
+                    .iter()
+                    .filter_map(|&a| model.next_state(r, a))
+                    .filter(|n| model.within_boundary(n)),
+            );
+        }
+        out
+    }
+
     fn forgotten(model: &LockModel, s: &State) -> State {
         let mut f = s.clone();
         model.forget(&mut f);
@@ -172,8 +220,9 @@ mod tests {
     }
 
     /// Forgetting is exact on every shipped scenario and custom lock: checked on the
-    /// states near the start and along random walks to the horizon. Some state of each
-    /// scenario must actually forget something, or the check would be empty.
+    /// states near the start, along random walks to the horizon, and one step after
+    /// states spread over the whole space the search stores. Some state of each scenario
+    /// must actually forget something, or the check would be empty.
     #[test]
     fn forgetting_keeps_every_behaviour() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -208,7 +257,8 @@ mod tests {
         }
         for sc in &scenarios {
             let model = LockModel::new(sc);
-            let states = sample(&model, 2_000, 200);
+            let mut states = sample(&model, 2_000, 200);
+            states.extend(after_stored(&model, 2_000));
             let changed = states
                 .iter()
                 .filter(|s| forgotten(&model, s) != **s)
