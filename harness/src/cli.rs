@@ -243,20 +243,20 @@ pub struct BenchGeneratorArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchCheckerArgs {
-    /// Scenario files or directories of them [default: scenarios/ and bench/checker/,
-    /// the five-master Redlock copies].
+    /// Scenario files or directories of them [default: scenarios/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// Where to write the Markdown report.
     #[arg(long, value_name = "FILE", default_value = "reports/bench-checker.md")]
     pub out: PathBuf,
     /// Stop a search after the level that ends past this many seconds; its row is
-    /// marked "stopped" (searches without symmetry can take many minutes).
+    /// marked "stopped" (searches without reductions can take many minutes).
     #[arg(long, value_name = "SECONDS", default_value_t = 120)]
     pub time_limit: u64,
-    /// Internal: run one search (`SYMMETRY,THREADS`, e.g. `on,2`) of the one scenario
+    /// Internal: run one search (`REDUCTIONS,THREADS`, e.g. `on,2`: every reduction or
+    /// none, and the worker threads) of the one scenario
     /// given and print its figures as JSON; each measurement runs so, in a child
     /// process, for its own peak memory.
-    #[arg(long, value_name = "SYMMETRY,THREADS", hide = true)]
+    #[arg(long, value_name = "REDUCTIONS,THREADS", hide = true)]
     pub child: Option<String>,
 }

@@ -14,7 +14,9 @@ use std::hash::{Hash, Hasher};
 use rustc_hash::FxHasher;
 
 use crate::model::{Action, LockModel};
+use crate::redis::Value;
 use crate::state::State;
+use crate::tokens::{token_blind_key, token_number};
 
 /// A renaming: client `i` becomes `clients[i]`, node `n` becomes `nodes[n]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -94,37 +96,16 @@ impl LockModel {
     /// The representative of `s` under client (and, where valid, master) renaming: the
     /// renaming with the smallest `fingerprint`.
     pub fn representative(&self, s: State, fingerprint: impl Fn(&State) -> u64) -> Representative {
-        let mut masters = if self.masters_symmetric() {
+        let masters = if self.masters_symmetric() {
             master_orders(&s)
         } else {
             vec![(0..s.nodes.len()).collect()]
         };
-        // The last candidate takes `s` itself: no copy when there is one candidate.
-        let last = masters.pop().expect("at least the identity order");
-        let mut s = Some(s);
         let mut best: Option<Representative> = None;
-        let n = masters.len();
-        for (k, order) in masters.into_iter().chain([last]).enumerate() {
-            let mut perm = vec![0; order.len()];
-            for (new, &old) in order.iter().enumerate() {
-                perm[old] = new;
-            }
-            let mut t = if k < n {
-                s.clone().expect("taken by the last candidate only")
-            } else {
-                s.take().expect("taken by the last candidate only")
-            };
-            if order.iter().enumerate().any(|(a, &b)| a != b) {
-                t.permute_masters(&perm);
-            }
-            let mut clients: Vec<usize> = (0..t.clients.len()).collect();
-            clients.sort_by_cached_key(|&i| sort_key(&t.clients[i]));
-            if clients.iter().enumerate().any(|(a, &b)| a != b) {
-                t.reorder_clients(&clients);
-            }
+        let mut consider = |t: State, perm: &[usize], clients: &[usize]| {
             let fp = fingerprint(&t);
             if best.as_ref().is_some_and(|b| b.fingerprint <= fp) {
-                continue;
+                return;
             }
             let mut renaming = Renaming::identity(clients.len(), perm.len());
             for (new, &old) in clients.iter().enumerate() {
@@ -138,6 +119,37 @@ impl LockModel {
                 state: t,
                 renaming,
             });
+        };
+        // The last candidate takes `s` itself: no copy when there is one candidate.
+        let mut s = Some(s);
+        let n = masters.len();
+        for (k, order) in masters.into_iter().enumerate() {
+            let mut perm = vec![0; order.len()];
+            for (new, &old) in order.iter().enumerate() {
+                perm[old] = new;
+            }
+            let mut t = if k + 1 < n {
+                s.clone().expect("taken by the last candidate only")
+            } else {
+                s.take().expect("taken by the last candidate only")
+            };
+            if order.iter().enumerate().any(|(a, &b)| a != b) {
+                t.permute_masters(&perm);
+            }
+            let client_orders = client_orders(&t);
+            let m = client_orders.len();
+            let mut t = Some(t);
+            for (j, clients) in client_orders.into_iter().enumerate() {
+                let mut u = if j + 1 < m {
+                    t.clone().expect("taken by the last order only")
+                } else {
+                    t.take().expect("taken by the last order only")
+                };
+                if clients.iter().enumerate().any(|(a, &b)| a != b) {
+                    u.reorder_clients(&clients);
+                }
+                consider(u, &perm, &clients);
+            }
         }
         best.expect("at least the identity order")
     }
@@ -198,12 +210,34 @@ fn copies(s: &State, group: &[usize]) -> Vec<Vec<usize>> {
     classes
 }
 
+/// Whether `State::permute_masters` with masters `a` and `b` swapped would give `s`
+/// back, checked part by part without copying the state: the two nodes are equal, and
+/// for every client the requests to them (each addressed to its own node), the links
+/// to them and the machine's bookkeeping of them are.
 fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
+    if s.nodes[a] != s.nodes[b] {
+        return false;
+    }
     let mut perm: Vec<usize> = (0..s.nodes.len()).collect();
     perm.swap(a, b);
-    let mut t = s.clone();
-    t.permute_masters(&perm);
-    t == *s
+    s.clients.iter().all(|c| {
+        let flights = match (&c.flights[a], &c.flights[b]) {
+            (None, None) => true,
+            (Some(x), Some(y)) => {
+                perm[usize::from(x.node)] == usize::from(y.node)
+                    && perm[usize::from(y.node)] == usize::from(x.node)
+                    && x.command == y.command
+                    && x.held == y.held
+                    && x.age == y.age
+            }
+            _ => false,
+        };
+        flights && (c.cut >> a) & 1 == (c.cut >> b) & 1 && {
+            let mut m = c.machine.clone();
+            m.permute_nodes(&perm);
+            m == c.machine
+        }
+    })
 }
 
 /// The orders of the masters of `classes` that differ in more than the order of copies
@@ -246,14 +280,71 @@ fn arrange(
     }
 }
 
-/// What master `m` looks like with client identities left out: its node, and the
-/// clients' requests to it and links to it, combined in an order-free way.
+/// The candidate orders of the clients (each lists the old client at each new
+/// position): sorted by what each looks like with token names left out, and every order
+/// of clients that tie on it, except clients that are copies of each other (swapping
+/// them leaves the state as it is), which keep one order.
+fn client_orders(s: &State) -> Vec<Vec<usize>> {
+    let keys: Vec<u64> = s.clients.iter().map(token_blind_key).collect();
+    let mut sorted: Vec<usize> = (0..keys.len()).collect();
+    sorted.sort_by_key(|&c| keys[c]);
+    if sorted.windows(2).all(|w| keys[w[0]] != keys[w[1]]) {
+        return vec![sorted];
+    }
+    let mut orders = vec![Vec::with_capacity(sorted.len())];
+    let mut start = 0;
+    while start < sorted.len() {
+        let end = start + sorted[start..].partition_point(|&c| keys[c] == keys[sorted[start]]);
+        let group = &sorted[start..end];
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        for &c in group {
+            let swap_leaves_unchanged = |a: usize, b: usize| {
+                let mut order: Vec<usize> = (0..s.clients.len()).collect();
+                order.swap(a, b);
+                let mut t = s.clone();
+                t.reorder_clients(&order);
+                t == *s
+            };
+            match classes
+                .iter_mut()
+                .find(|class| swap_leaves_unchanged(class[0], c))
+            {
+                Some(class) => class.push(c),
+                None => classes.push(vec![c]),
+            }
+        }
+        let tails = distinct_orders(&classes);
+        orders = orders
+            .into_iter()
+            .flat_map(|prefix| {
+                tails.iter().map(move |tail| {
+                    let mut o = prefix.clone();
+                    o.extend(tail);
+                    o
+                })
+            })
+            .collect();
+        start = end;
+    }
+    orders
+}
+
+/// What master `m` looks like with client identities and token names left out: its
+/// node, and the clients' requests to it and links to it, combined in an order-free way.
+/// (Token names would order the masters of two states that differ only by them
+/// differently, and so hide that they are one state when tokens are known by first
+/// appearance; left out, masters that differ only there tie, and every order of them is
+/// tried.)
 fn master_key(s: &State, m: usize) -> u64 {
     let node = &s.nodes[m];
     let mut h = FxHasher::default();
     (node.alive, node.offset).hash(&mut h);
     for (k, e) in &node.data.entries {
-        (k, &e.value, e.expires_at, e.owner.is_some()).hash(&mut h);
+        match &e.value {
+            Value::Str(v) if token_number(v.as_bytes()).is_some() => "token".hash(&mut h),
+            value => value.hash(&mut h),
+        }
+        (k, e.expires_at, e.owner.is_some()).hash(&mut h);
     }
     let links = s
         .clients

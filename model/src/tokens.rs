@@ -23,7 +23,7 @@ use crate::model::LockModel;
 use crate::state::State;
 
 /// The number of a model token's text (`t` and digits), if it is one.
-fn token_number(bytes: &[u8]) -> Option<u32> {
+pub(crate) fn token_number(bytes: &[u8]) -> Option<u32> {
     let digits = bytes.strip_prefix(b"t")?;
     if digits.is_empty() || digits.len() > 9 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
@@ -103,6 +103,48 @@ impl Hasher for StateHasher<'_> {
 thread_local! {
     /// Each search thread's buffer for [`StateHasher`], kept between states.
     static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A cheap hash of `value` with each token hashed as the order of its first appearance
+/// in it: a sort key that two values differing only by token names share.
+pub(crate) fn token_blind_key<T: Hash>(value: &T) -> u64 {
+    struct Blind {
+        inner: rustc_hash::FxHasher,
+        seen: Vec<u32>,
+    }
+    impl Hasher for Blind {
+        fn write(&mut self, bytes: &[u8]) {
+            match token_number(bytes) {
+                Some(n) => {
+                    let k = self.seen.iter().position(|&s| s == n).unwrap_or_else(|| {
+                        self.seen.push(n);
+                        self.seen.len() - 1
+                    });
+                    self.inner.write_u8(0xfe);
+                    self.inner.write_usize(k);
+                }
+                None => self.inner.write(bytes),
+            }
+        }
+        fn write_u8(&mut self, i: u8) {
+            self.inner.write_u8(i)
+        }
+        fn write_u64(&mut self, i: u64) {
+            self.inner.write_u64(i)
+        }
+        fn write_usize(&mut self, i: usize) {
+            self.inner.write_usize(i)
+        }
+        fn finish(&self) -> u64 {
+            self.inner.finish()
+        }
+    }
+    let mut h = Blind {
+        inner: rustc_hash::FxHasher::default(),
+        seen: Vec::new(),
+    };
+    value.hash(&mut h);
+    h.finish()
 }
 
 impl LockModel {

@@ -1,5 +1,5 @@
-//! `locklab bench checker`: how fast the model checker is, per scenario, with symmetry
-//! reduction on and off and with one and two threads, side by side in one run. Prints a
+//! `locklab bench checker`: how fast the model checker is, per scenario, with every
+//! reduction (one and two threads) and with none (one thread), side by side in one run. Prints a
 //! table and writes it, with the command, the machine and the date, to a Markdown file
 //! (reports/bench-checker.md by default).
 //!
@@ -23,18 +23,16 @@ use crate::files::write_file;
 use crate::scenario_args::load;
 use crate::Failure;
 
-/// What the benchmark searches without paths: the suite, and the five-master copies of
-/// its Redlock scenarios (Redlock's documented size, kept out of the suite while their
-/// search takes far longer than the rest of it together).
-const DEFAULT_PATHS: [&str; 2] = ["scenarios", "bench/checker"];
+/// What the benchmark searches without paths: the suite.
+const DEFAULT_PATHS: [&str; 1] = ["scenarios"];
 
-/// The configurations every scenario runs in: (symmetry, threads).
-const CONFIGS: [(bool, usize); 4] = [(true, 1), (true, 2), (false, 1), (false, 2)];
+/// The configurations every scenario runs in: (every reduction or none, threads).
+const CONFIGS: [(bool, usize); 3] = [(true, 1), (true, 2), (false, 1)];
 
 /// One search of one scenario in one configuration.
 struct Measurement {
     scenario: String,
-    symmetry: bool,
+    reduced: bool,
     threads: usize,
     result: Figures,
 }
@@ -82,28 +80,31 @@ pub fn peak_rss_kib() -> Option<u64> {
 
 fn parse_child(spec: &str) -> Result<(bool, usize), Failure> {
     let bad = || Failure::BadInput(format!("--child {spec}: expected on|off,THREADS"));
-    let (symmetry, threads) = spec.split_once(',').ok_or_else(bad)?;
-    let symmetry = match symmetry {
+    let (reduced, threads) = spec.split_once(',').ok_or_else(bad)?;
+    let reduced = match reduced {
         "on" => true,
         "off" => false,
         _ => return Err(bad()),
     };
-    Ok((symmetry, threads.parse().map_err(|_| bad())?))
+    Ok((reduced, threads.parse().map_err(|_| bad())?))
 }
 
 /// The child: one search of the one scenario, its figures as JSON on stdout.
 fn run_child(args: &BenchCheckerArgs, spec: &str) -> Result<i32, Failure> {
-    let (symmetry, threads) = parse_child(spec)?;
+    let (reduced, threads) = parse_child(spec)?;
     let scenarios = load(&args.paths)?;
     let [scenario] = scenarios.as_slice() else {
         return Err(Failure::BadInput("--child takes one scenario".to_string()));
     };
     let options = SearchOptions {
-        symmetry,
         threads,
         max_depth: None,
         time_limit: Some(Duration::from_secs(args.time_limit)),
-        ..SearchOptions::default()
+        ..if reduced {
+            SearchOptions::default()
+        } else {
+            SearchOptions::plain()
+        }
     };
     let result = search(&LockModel::new(scenario), &options, |_| {});
     println!(
@@ -116,7 +117,7 @@ fn run_child(args: &BenchCheckerArgs, spec: &str) -> Result<i32, Failure> {
 /// Runs one measurement in a child process.
 fn measure(
     path: &Path,
-    symmetry: bool,
+    reduced: bool,
     threads: usize,
     time_limit: u64,
 ) -> Result<Figures, Failure> {
@@ -130,7 +131,7 @@ fn measure(
             &time_limit.to_string(),
             "--child",
         ])
-        .arg(format!("{},{threads}", on_off(symmetry)))
+        .arg(format!("{},{threads}", on_off(reduced)))
         .arg(path)
         .output()
         .map_err(|e| Failure::Environment(format!("cannot run {}: {e}", exe.display())))?;
@@ -139,7 +140,7 @@ fn measure(
         return Err(Failure::Environment(format!(
             "the search of {} ({}, {threads} threads) failed: {}{}",
             path.display(),
-            symmetry_text(symmetry),
+            reductions_text(reduced),
             text,
             String::from_utf8_lossy(&out.stderr)
         )));
@@ -165,12 +166,12 @@ pub fn run(args: &BenchCheckerArgs) -> Result<i32, Failure> {
     let progress = Progress::new((scenarios.len() * CONFIGS.len()) as u64);
     let mut measurements = Vec::new();
     for scenario in &scenarios {
-        for (symmetry, threads) in CONFIGS {
-            progress.start(scenario, symmetry, threads);
-            let result = measure(&scenario.path, symmetry, threads, args.time_limit)?;
+        for (reduced, threads) in CONFIGS {
+            progress.start(scenario, reduced, threads);
+            let result = measure(&scenario.path, reduced, threads, args.time_limit)?;
             let m = Measurement {
                 scenario: scenario.name.clone(),
-                symmetry,
+                reduced,
                 threads,
                 result,
             };
@@ -214,12 +215,12 @@ impl Progress {
         Progress { bar }
     }
 
-    fn start(&self, scenario: &Scenario, symmetry: bool, threads: usize) {
+    fn start(&self, scenario: &Scenario, reduced: bool, threads: usize) {
         if let Some(bar) = &self.bar {
             bar.set_prefix(format!(
                 "{} ({}, {})",
                 scenario.name,
-                symmetry_text(symmetry),
+                reductions_text(reduced),
                 threads_text(threads)
             ));
             bar.set_message("searching (in a child process)");
@@ -230,7 +231,7 @@ impl Progress {
         let line = format!(
             "{} ({}, {}): {} unique states, {:.2} s{}",
             m.scenario,
-            symmetry_text(m.symmetry),
+            reductions_text(m.reduced),
             threads_text(m.threads),
             m.result.unique_states,
             m.result.seconds,
@@ -260,17 +261,17 @@ fn threads_text(n: usize) -> String {
     }
 }
 
-fn symmetry_text(on: bool) -> &'static str {
+fn reductions_text(on: bool) -> &'static str {
     if on {
-        "symmetry"
+        "every reduction"
     } else {
-        "no symmetry"
+        "no reduction"
     }
 }
 
 const HEADER: [&str; 9] = [
     "scenario",
-    "symmetry",
+    "reductions",
     "threads",
     "states",
     "unique states",
@@ -288,7 +289,7 @@ fn render_table(measurements: &[Measurement]) -> String {
         let r = &m.result;
         rows.push([
             m.scenario.clone(),
-            on_off(m.symmetry).to_string(),
+            if m.reduced { "all" } else { "none" }.to_string(),
             m.threads.to_string(),
             r.states.to_string(),
             r.unique_states.to_string(),
@@ -303,10 +304,10 @@ fn render_table(measurements: &[Measurement]) -> String {
             megabytes(r.peak_kib),
         ]);
     }
-    for (symmetry, threads) in CONFIGS {
+    for (reduced, threads) in CONFIGS {
         let of: Vec<&Measurement> = measurements
             .iter()
-            .filter(|m| m.symmetry == symmetry && m.threads == threads)
+            .filter(|m| m.reduced == reduced && m.threads == threads)
             .collect();
         let states: u64 = of.iter().map(|m| m.result.states).sum();
         let seconds: f64 = of.iter().map(|m| m.result.seconds).sum();
@@ -319,7 +320,7 @@ fn render_table(measurements: &[Measurement]) -> String {
             });
         rows.push([
             format!("**all {} scenarios**", of.len()),
-            on_off(symmetry).to_string(),
+            if reduced { "all" } else { "none" }.to_string(),
             threads.to_string(),
             states.to_string(),
             of.iter()
@@ -456,9 +457,10 @@ fn render_report(command: &str, machine: &str, date: &str, table: &str) -> Strin
     format!(
         "# Model checker benchmark\n\n\
          Generated by `{command}` on {date}; machine: {machine}. Release build.\n\n\
-         Each scenario is searched to the end (breadth-first, every property) four times: \
-         with symmetry reduction (clients, and Redlock's independent masters) and without, \
-         with one worker thread and with two. *states* counts every successor generated, \
+         Each scenario is searched to the end (breadth-first, every property) three times: \
+         with every reduction (README, \"Reductions\": unread values, token names, \
+         symmetry, partial order) on one worker thread and on two, and with none (the plain \
+         search, `--plain`) on one. *states* counts every successor generated, \
          *unique states* the distinct (representative) states stored, *states/s* is states \
          over seconds, *first counterexample* the wall time until the first property was \
          found violated (`-`: none is), *peak memory* the peak resident set (VmHWM) of \
@@ -466,9 +468,7 @@ fn render_report(command: &str, machine: &str, date: &str, table: &str) -> Strin
          still running after the time limit \
          (`--time-limit`) stops at the end of its level and is marked \"stopped\": its \
          figures are those so far. The rows \"all\" sum a configuration over the \
-         scenarios; their first-counterexample column is the slowest scenario's. The \
-         `redlock5-*` rows are the five-master copies of the Redlock scenarios \
-         (bench/checker/, searched by default besides scenarios/). Wall \
+         scenarios; their first-counterexample column is the slowest scenario's. Wall \
          times depend on what else runs on the machine; the state counts do not.\n\n\
          {table}\n{REDUCTIONS}"
     )
