@@ -5,9 +5,9 @@
 //! are too, when each is an independent node and nothing singles one out: no replicas
 //! (a master/replica topology is not symmetric) and no option that talks to node 0 only
 //! (fencing's INCR, WAIT). The representative of a state is the smallest, by fingerprint,
-//! of its renamings that order the masters by a client-independent key and then sort the
-//! clients; ties between masters are settled by trying each order of the tied ones, so
-//! the representative is the same for every state of an orbit.
+//! of its renamings that order the masters, then the clients, by keys that no renaming
+//! of clients and no token name changes; ties are settled by trying each order of the
+//! tied parts, so the representative is the same for every state of an orbit.
 
 use std::hash::{Hash, Hasher};
 
@@ -163,21 +163,33 @@ impl LockModel {
 /// with five tied masters is renamed 120 times to find one representative.
 fn master_orders(s: &State) -> Vec<Vec<usize>> {
     let keys: Vec<u64> = (0..s.nodes.len()).map(|m| master_key(s, m)).collect();
+    orders_by_key(&keys, |a, b| swap_leaves_unchanged(s, a, b))
+}
+
+/// Every order of `0..keys.len()` sorted by `keys` and with the parts that tie in every
+/// arrangement, except that parts that are copies of each other (`copy(a, b)`: swapping
+/// them leaves the state as it is) keep one order among themselves, as their other
+/// orders give the very same state. (Swaps that leave a state as it is compose into one
+/// that does, so "is a copy of" is an equivalence, and comparing with a class's first
+/// part is enough.)
+fn orders_by_key(keys: &[u64], copy: impl Fn(usize, usize) -> bool) -> Vec<Vec<usize>> {
     let mut sorted: Vec<usize> = (0..keys.len()).collect();
-    sorted.sort_by_key(|&m| keys[m]);
+    sorted.sort_by_key(|&p| keys[p]);
     if sorted.windows(2).all(|w| keys[w[0]] != keys[w[1]]) {
         return vec![sorted];
     }
     let mut orders = vec![Vec::with_capacity(sorted.len())];
     let mut start = 0;
     while start < sorted.len() {
-        let end = start + sorted[start..].partition_point(|&m| keys[m] == keys[sorted[start]]);
-        let group = &sorted[start..end];
-        let tails = if group.len() > 1 {
-            distinct_orders(&copies(s, group))
-        } else {
-            vec![group.to_vec()]
-        };
+        let end = start + sorted[start..].partition_point(|&p| keys[p] == keys[sorted[start]]);
+        let mut classes: Vec<Vec<usize>> = Vec::new();
+        for &p in &sorted[start..end] {
+            match classes.iter_mut().find(|class| copy(class[0], p)) {
+                Some(class) => class.push(p),
+                None => classes.push(vec![p]),
+            }
+        }
+        let tails = distinct_orders(&classes);
         orders = orders
             .into_iter()
             .flat_map(|prefix| {
@@ -191,23 +203,6 @@ fn master_orders(s: &State) -> Vec<Vec<usize>> {
         start = end;
     }
     orders
-}
-
-/// The masters of `group` in classes of copies: swapping two of a class leaves `s` as
-/// it is. (Swaps that leave `s` as it is compose into one that does, so "is a copy of"
-/// is an equivalence, and comparing with a class's first master is enough.)
-fn copies(s: &State, group: &[usize]) -> Vec<Vec<usize>> {
-    let mut classes: Vec<Vec<usize>> = Vec::new();
-    for &m in group {
-        match classes
-            .iter_mut()
-            .find(|class| swap_leaves_unchanged(s, class[0], m))
-        {
-            Some(class) => class.push(m),
-            None => classes.push(vec![m]),
-        }
-    }
-    classes
 }
 
 /// Whether `State::permute_masters` with masters `a` and `b` swapped would give `s`
@@ -286,47 +281,13 @@ fn arrange(
 /// them leaves the state as it is), which keep one order.
 fn client_orders(s: &State) -> Vec<Vec<usize>> {
     let keys: Vec<u64> = s.clients.iter().map(token_blind_key).collect();
-    let mut sorted: Vec<usize> = (0..keys.len()).collect();
-    sorted.sort_by_key(|&c| keys[c]);
-    if sorted.windows(2).all(|w| keys[w[0]] != keys[w[1]]) {
-        return vec![sorted];
-    }
-    let mut orders = vec![Vec::with_capacity(sorted.len())];
-    let mut start = 0;
-    while start < sorted.len() {
-        let end = start + sorted[start..].partition_point(|&c| keys[c] == keys[sorted[start]]);
-        let group = &sorted[start..end];
-        let mut classes: Vec<Vec<usize>> = Vec::new();
-        for &c in group {
-            let swap_leaves_unchanged = |a: usize, b: usize| {
-                let mut order: Vec<usize> = (0..s.clients.len()).collect();
-                order.swap(a, b);
-                let mut t = s.clone();
-                t.reorder_clients(&order);
-                t == *s
-            };
-            match classes
-                .iter_mut()
-                .find(|class| swap_leaves_unchanged(class[0], c))
-            {
-                Some(class) => class.push(c),
-                None => classes.push(vec![c]),
-            }
-        }
-        let tails = distinct_orders(&classes);
-        orders = orders
-            .into_iter()
-            .flat_map(|prefix| {
-                tails.iter().map(move |tail| {
-                    let mut o = prefix.clone();
-                    o.extend(tail);
-                    o
-                })
-            })
-            .collect();
-        start = end;
-    }
-    orders
+    orders_by_key(&keys, |a, b| {
+        let mut order: Vec<usize> = (0..s.clients.len()).collect();
+        order.swap(a, b);
+        let mut t = s.clone();
+        t.reorder_clients(&order);
+        t == *s
+    })
 }
 
 /// What master `m` looks like with client identities and token names left out: its
