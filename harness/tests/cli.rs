@@ -354,7 +354,7 @@ fn bench_checker_writes_a_row_per_configuration() {
     let report = fs::read_to_string(dir.join("out/bench.md")).unwrap();
     assert!(report.contains("locklab bench checker"), "{report}");
     assert!(report.contains("cores available"), "{report}");
-    // One row per (symmetry, threads), each with numbers, and the same rows printed.
+    // One row per (reductions, threads), each with numbers, and the same rows printed.
     let rows: Vec<Vec<&str>> = report
         .lines()
         .filter(|l| l.starts_with("| bench-me "))
@@ -363,7 +363,7 @@ fn bench_checker_writes_a_row_per_configuration() {
     let configs: Vec<(&str, &str)> = rows.iter().map(|r| (r[2], r[3])).collect();
     assert_eq!(
         configs,
-        [("on", "1"), ("on", "2"), ("off", "1"), ("off", "2")],
+        [("all", "1"), ("all", "2"), ("none", "1")],
         "{report}"
     );
     let unique = |r: &Vec<&str>| r[5].parse::<u64>().unwrap();
@@ -373,7 +373,7 @@ fn bench_checker_writes_a_row_per_configuration() {
         // The peak resident set of the child that searched, in MB: at least the binary.
         assert!(r[9].parse::<u64>().unwrap() > 0, "{r:?}");
     }
-    // The counterexample is found in every configuration; symmetry merges states.
+    // The counterexample is found in every configuration; the reductions merge states.
     assert!(rows.iter().all(|r| r[7] != "-"), "{report}");
     assert!(unique(&rows[0]) < unique(&rows[2]), "{report}");
     assert_eq!(unique(&rows[0]), unique(&rows[1]), "{report}");
@@ -383,7 +383,7 @@ fn bench_checker_writes_a_row_per_configuration() {
             .lines()
             .filter(|l| l.starts_with("| bench-me "))
             .count(),
-        4
+        3
     );
     assert!(
         stderr(&out).contains("benched bench-me"),
