@@ -52,6 +52,9 @@ pub struct SearchOptions {
     pub max_depth: Option<usize>,
     /// Stop after the first level that ends past this much wall time (benchmarks).
     pub time_limit: Option<std::time::Duration>,
+    /// Stop after the first level that ends with more than this many unique states: a
+    /// deterministic bound, for tests that compare searches small enough to run twice.
+    pub state_limit: Option<usize>,
     /// Bits of each fingerprint the visited set keys on: 64, or fewer only to show in
     /// tests what collisions do.
     pub fingerprint_bits: u32,
@@ -71,6 +74,7 @@ impl Default for SearchOptions {
             threads: 1,
             max_depth: None,
             time_limit: None,
+            state_limit: None,
             fingerprint_bits: 64,
             block_states: 1 << 16,
         }
@@ -381,6 +385,7 @@ pub fn search(
         }
         if options.max_depth.is_some_and(|max| depth >= max)
             || options.time_limit.is_some_and(|t| start.elapsed() > t)
+            || options.state_limit.is_some_and(|n| visited.len() > n)
         {
             complete = false;
             break;

@@ -24,6 +24,15 @@ fn run(sc: &Scenario, options: &SearchOptions) -> SearchResult {
     search(&LockModel::new(sc), &options, |_| {})
 }
 
+/// Every reduction, searching no further than the first level past `states` unique
+/// states: what the tests below compare is what a search this size completes.
+fn small(states: usize) -> SearchOptions {
+    SearchOptions {
+        state_limit: Some(states),
+        ..SearchOptions::default()
+    }
+}
+
 /// `with` (the reduction on) finds what `without` finds: complete searches, the same
 /// verdicts, counterexamples of the same length, the same coverage; and no more states.
 fn agree(name: &str, with: &SearchResult, without: &SearchResult) {
@@ -53,7 +62,7 @@ fn agree(name: &str, with: &SearchResult, without: &SearchResult) {
     );
 }
 
-/// The partial-order reduction on every shipped scenario it acts on (Redlock's), each
+/// The partial-order reduction on every three-master scenario it acts on (Redlock's), each
 /// with one attempt per client and a horizon of 8 so that its unreduced search takes
 /// seconds, not minutes; redlock-drift-no-allowance, whose violations need the second
 /// attempt, keeps both and gets a horizon of 7. The full-size comparison of every one is
@@ -62,7 +71,10 @@ fn agree(name: &str, with: &SearchResult, without: &SearchResult) {
 fn partial_order_keeps_verdicts_lengths_and_coverage() {
     let mut acted = 0;
     for sc in shipped() {
-        if !LockModel::new(&sc).partial_order_applies() {
+        // Five masters without the reduction take minutes and gigabytes even with one
+        // attempt (redlock5-no-faults: 160 s, 2.0 GB), so the test compares three; the
+        // argument of partial_order.rs does not depend on the number of masters.
+        if !LockModel::new(&sc).partial_order_applies() || sc.topology.masters > 3 {
             continue;
         }
         let mut sc = sc.clone();
@@ -108,8 +120,8 @@ fn partial_order_keeps_verdicts_lengths_and_coverage() {
 fn token_names_keep_verdicts_lengths_and_coverage() {
     let mut compared = 0;
     for sc in shipped() {
-        let with = run(&sc, &SearchOptions::default());
-        if with.unique_states > 300_000 {
+        let with = run(&sc, &small(300_000));
+        if !with.complete {
             continue;
         }
         let without = run(
@@ -135,8 +147,8 @@ fn token_names_keep_verdicts_lengths_and_coverage() {
 fn all_reductions_keep_what_the_plain_search_finds() {
     let mut compared = 0;
     for sc in shipped() {
-        let with = run(&sc, &SearchOptions::default());
-        if with.unique_states > 40_000 {
+        let with = run(&sc, &small(40_000));
+        if !with.complete {
             continue;
         }
         let plain = run(&sc, &SearchOptions::plain());
