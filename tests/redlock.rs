@@ -270,9 +270,9 @@ async fn redlock_3_slow_acquire_has_no_validity() {
             .build()
     };
     let lock = build(0).await.unwrap();
-    // One passage before the fan-out and one after each of the three replies: 4 × 60 ms
-    // outlast the 150 ms lease.
-    gate.slow_steps(ms(60));
+    // One passage before the fan-out and one after the replies (side by side, as the
+    // model's legs travel): 2 × 80 ms outlast the 150 ms lease.
+    gate.slow_steps(ms(80));
     let e = lock.try_acquire().await.unwrap_err();
     assert!(
         matches!(
@@ -298,6 +298,16 @@ async fn redlock_3_slow_acquire_has_no_validity() {
         retrying.acquire().await,
         Err(LockError::NoValidity { .. })
     ));
+    // 2 × 40 ms leave validity; one passage per reply, one after another, would take
+    // 4 × 40 ms, more than the lease.
+    gate.slow_steps(ms(40));
+    let g = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("granted: one delay for the sends, one for the replies");
+    assert!(g.validity().unwrap() > Duration::ZERO);
+    lock.release(g).await.unwrap();
     // At full speed the same lock is granted.
     gate.steady();
     let g = lock

@@ -14,7 +14,8 @@ use tokio::sync::watch;
 /// It also emulates a slow client: with [`slow_steps`](PauseGate::slow_steps) every
 /// passage through the gate — before each send, after each reply arrives — takes the
 /// given delay, as a loaded machine or a slow network would (the model's step delays,
-/// `timing.max_step_delay`). With [`slow_operations`](PauseGate::slow_operations) only
+/// `timing.max_step_delay`). The replies of a fan-out (Redlock) pass side by side, as
+/// the model's legs travel in parallel: one delay for all of them, not one per master. With [`slow_operations`](PauseGate::slow_operations) only
 /// the lock's operations are slow and its renewal task keeps time: the model delays
 /// each step on its own, so a holder's work can lag while its watchdog, a timer of its
 /// own, renews on time.

@@ -120,7 +120,10 @@ impl Shared {
     /// each answer back as it arrives, send whatever the machine asks next.
     ///
     /// The pause gate is awaited before every send and after every reply arrives, before
-    /// the machine sees it.
+    /// the machine sees it. A fan-out's replies pass it side by side, each on its own
+    /// way back, as the model's legs travel in parallel (each within
+    /// `timing.max_step_delay`): a slow client's Redlock acquire takes one step delay
+    /// for its sends and one for its replies, not one for every master.
     async fn run(
         &self,
         machine: &mut LockMachine,
@@ -134,12 +137,14 @@ impl Shared {
             if let Some(outcome) = step.outcome.take() {
                 return Ok(Finished { outcome, failures });
             }
+            // A paused client does not see its replies until it resumes.
             let (node, result) = if step.sends.len() == 1 && in_flight.is_empty() {
                 // One command and nothing else in flight (every single-node design): await
                 // it in place, as a direct call would.
                 self.gate.pass(whose).await;
                 let send = step.sends.pop().expect("one send");
                 let result = self.node(send.node)?.execute(&send.command).await;
+                self.gate.pass(whose).await;
                 (send.node, result)
             } else {
                 if !step.sends.is_empty() {
@@ -147,15 +152,18 @@ impl Shared {
                     for send in step.sends.drain(..) {
                         let node = self.node(send.node)?.clone();
                         let command = send.command;
-                        in_flight.push(send.node, async move { node.execute(&command).await });
+                        let gate = self.gate.clone();
+                        in_flight.push(send.node, async move {
+                            let result = node.execute(&command).await;
+                            gate.pass(whose).await;
+                            result
+                        });
                     }
                 }
                 in_flight.next().await.ok_or_else(|| {
                     LockError::Internal("the state machine stopped without an outcome".into())
                 })?
             };
-            // A paused client does not see its replies until it resumes.
-            self.gate.pass(whose).await;
             let answer = match result {
                 Ok(reply) => Ok(reply),
                 Err(e) => {

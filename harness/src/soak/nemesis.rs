@@ -61,8 +61,9 @@
 //!   ([`slow_steps`]) so that they meet its faults, as in the model; after a quiet 1 to
 //!   3 ttls, a client that is not in its critical section turns slow for 2 to 4 ttls — every passage through its
 //!   [`PauseGate`](locklab::driver::PauseGate) (before each send, after each reply
-//!   arrives, before its read and its write) takes 0.5 to 0.9 of `max_step_delay ×
-//!   tick_ms` (at most the horizon), drawn once per stretch: its next hold is slow from
+//!   arrives — a fan-out's replies side by side, as the model's legs travel — before
+//!   its read and its write) takes 0.5 to 0.9 of `max_step_delay × tick_ms` (at most
+//!   the horizon), drawn once per stretch: its next hold is slow from
 //!   the acquire on, within the model's bound (an emulation of a loaded machine or a
 //!   slow network, [`SLOW_STEPS_EMULATION`]). The other clients are as slow until it
 //!   acquires (else a rival that just released, trying again at once, always wins),
