@@ -249,6 +249,53 @@ async fn redlock_with_an_unreachable_url_still_reaches_quorum() {
     a.release(g).await.unwrap();
 }
 
+/// Uneven legs: while the client is slow, its legs to the masters the gate makes fast
+/// take no time, so those masters grant (and start the lease) a step delay before the
+/// slow ones, as the model's legs are each delayed on their own.
+#[tokio::test]
+async fn redlock_3_fast_legs_reach_their_masters_first() {
+    let redis = Redis::start(3).await;
+    let urls = redis.urls();
+    let raw = raws(&urls).await;
+    let key = common::key("legs");
+    let gate = PauseGate::new();
+    let lock = LockBuilder::redlock()
+        .key(&key)
+        .nodes(urls.iter().cloned())
+        .ttl(ms(2000))
+        .retry_count(0)
+        .pause_gate(gate.clone())
+        .build()
+        .await
+        .unwrap();
+    gate.slow_steps(ms(150));
+    gate.fast_legs(&[0]);
+    let start = Instant::now();
+    let g = lock
+        .try_acquire()
+        .await
+        .unwrap()
+        .expect("granted: 2 × 150 ms leave validity of a 2 s lease");
+    // The slow legs out and back: at least two step delays, side by side.
+    assert!(start.elapsed() >= ms(300), "{:?}", start.elapsed());
+    gate.steady();
+    let pttl: Vec<i64> = pttls(&raw, &key).await;
+    // Master 0 granted about 150 ms before masters 1 and 2 (its lease ends earlier).
+    assert!(pttl[1] - pttl[0] >= 100, "PTTLs {pttl:?}");
+    assert!(pttl[2] - pttl[0] >= 100, "PTTLs {pttl:?}");
+    assert!((pttl[1] - pttl[2]).abs() < 100, "PTTLs {pttl:?}");
+    lock.release(g).await.unwrap();
+}
+
+/// The lock key's PTTL on each master, in order.
+async fn pttls(raw: &[Raw], key: &str) -> Vec<i64> {
+    let mut out = Vec::new();
+    for r in raw {
+        out.push(r.pttl(key).await);
+    }
+    out
+}
+
 /// An acquire so slow that a majority's grants leave no validity is refused as such
 /// (not as "held by another client"), and its grants are released: the client's steps
 /// are slowed through its pause gate, as a loaded machine would.

@@ -14,8 +14,13 @@ use tokio::sync::watch;
 /// It also emulates a slow client: with [`slow_steps`](PauseGate::slow_steps) every
 /// passage through the gate — before each send, after each reply arrives — takes the
 /// given delay, as a loaded machine or a slow network would (the model's step delays,
-/// `timing.max_step_delay`). The replies of a fan-out (Redlock) pass side by side, as
-/// the model's legs travel in parallel: one delay for all of them, not one per master. With [`slow_operations`](PauseGate::slow_operations) only
+/// `timing.max_step_delay`). The legs of a fan-out (Redlock) — its requests on their
+/// way out, its replies on their way back — pass side by side, each on its own
+/// ([`pass_leg`](PauseGate::pass_leg)), as the model's legs travel in parallel: one
+/// delay for all of them, not one per master. [`fast_legs`](PauseGate::fast_legs) lets
+/// the legs to some nodes take no time while the others take the delay, as the model's
+/// legs are each delayed on their own (a slow link to one master, a fast one to
+/// another). With [`slow_operations`](PauseGate::slow_operations) only
 /// the lock's operations are slow and its renewal task keeps time: the model delays
 /// each step on its own, so a holder's work can lag while its watchdog, a timer of its
 /// own, renews on time.
@@ -29,6 +34,8 @@ pub struct PauseGate {
     step_delay_us: Arc<AtomicU64>,
     /// The delay of every passage of the renewal task, in µs (0: none).
     renewal_delay_us: Arc<AtomicU64>,
+    /// The nodes whose legs take no time while steps are slow (bit `n`: node `n`).
+    fast_legs: Arc<AtomicU64>,
 }
 
 /// Whose passage through the gate: one of the lock's operations (acquire, release, an
@@ -54,6 +61,7 @@ impl PauseGate {
             state: Arc::new(watch::Sender::new(false)),
             step_delay_us: Arc::new(AtomicU64::new(0)),
             renewal_delay_us: Arc::new(AtomicU64::new(0)),
+            fast_legs: Arc::new(AtomicU64::new(0)),
         }
     }
 
@@ -87,10 +95,22 @@ impl PauseGate {
         self.renewal_delay_us.store(0, Ordering::SeqCst);
     }
 
-    /// End slow steps: passages take no time again.
+    /// Uneven legs: while steps are slow, the legs to the nodes in `nodes` (node indexes,
+    /// as the lock's node list orders them; at most 64) take no time, and those to the
+    /// other nodes take the delay. Until [`steady`](PauseGate::steady), or the next call.
+    pub fn fast_legs(&self, nodes: &[usize]) {
+        let mask = nodes
+            .iter()
+            .filter(|&&n| n < 64)
+            .fold(0u64, |mask, &n| mask | (1 << n));
+        self.fast_legs.store(mask, Ordering::SeqCst);
+    }
+
+    /// End slow steps: passages take no time again, on every leg.
     pub fn steady(&self) {
         self.step_delay_us.store(0, Ordering::SeqCst);
         self.renewal_delay_us.store(0, Ordering::SeqCst);
+        self.fast_legs.store(0, Ordering::SeqCst);
     }
 
     /// The delay of every passage of an operation now (zero unless
@@ -117,7 +137,27 @@ impl PauseGate {
 
     /// A passage of `whose`: its delay, if any, then until the gate is open.
     pub async fn pass(&self, whose: Passage) {
-        let delay = self.delay(whose);
+        self.pass_after(self.delay(whose)).await
+    }
+
+    /// A leg of `whose` to or from `node` (a request on its way out, a reply on its way
+    /// back): the delay of a passage, or none when the node's legs are
+    /// [fast](PauseGate::fast_legs); then until the gate is open.
+    pub async fn pass_leg(&self, whose: Passage, node: usize) {
+        self.pass_after(self.leg_delay(whose, node)).await
+    }
+
+    /// The delay of a leg of `whose` to or from `node` now.
+    pub fn leg_delay(&self, whose: Passage, node: usize) -> Duration {
+        let fast = node < 64 && self.fast_legs.load(Ordering::SeqCst) & (1 << node) != 0;
+        if fast {
+            Duration::ZERO
+        } else {
+            self.delay(whose)
+        }
+    }
+
+    async fn pass_after(&self, delay: Duration) {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
@@ -189,5 +229,40 @@ mod tests {
         gate.steady();
         assert_eq!(gate.delay(Passage::Operation), Duration::ZERO);
         assert_eq!(gate.delay(Passage::Renewal), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn fast_legs_take_no_time_while_the_others_are_slow() {
+        let gate = PauseGate::new();
+        gate.slow_steps(Duration::from_millis(40));
+        gate.fast_legs(&[0, 2]);
+        assert_eq!(gate.leg_delay(Passage::Operation, 0), Duration::ZERO);
+        assert_eq!(
+            gate.leg_delay(Passage::Operation, 1),
+            Duration::from_millis(40)
+        );
+        assert_eq!(gate.leg_delay(Passage::Renewal, 2), Duration::ZERO);
+        let start = tokio::time::Instant::now();
+        gate.pass_leg(Passage::Operation, 1).await;
+        assert!(start.elapsed() >= Duration::from_millis(40));
+        tokio::time::timeout(
+            Duration::from_millis(20),
+            gate.pass_leg(Passage::Operation, 2),
+        )
+        .await
+        .expect("a fast leg takes no time");
+        // A paused gate holds a fast leg too.
+        gate.pause();
+        let g = gate.clone();
+        let leg = tokio::spawn(async move { g.pass_leg(Passage::Operation, 0).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!leg.is_finished());
+        gate.resume();
+        tokio::time::timeout(Duration::from_secs(1), leg)
+            .await
+            .unwrap()
+            .unwrap();
+        gate.steady();
+        assert_eq!(gate.leg_delay(Passage::Operation, 1), Duration::ZERO);
     }
 }

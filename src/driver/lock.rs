@@ -120,10 +120,12 @@ impl Shared {
     /// each answer back as it arrives, send whatever the machine asks next.
     ///
     /// The pause gate is awaited before every send and after every reply arrives, before
-    /// the machine sees it. A fan-out's replies pass it side by side, each on its own
-    /// way back, as the model's legs travel in parallel (each within
-    /// `timing.max_step_delay`): a slow client's Redlock acquire takes one step delay
-    /// for its sends and one for its replies, not one for every master.
+    /// the machine sees it, leg by leg ([`PauseGate::pass_leg`]). A fan-out's legs pass
+    /// it side by side, each on its own way out and back, as the model's legs travel in
+    /// parallel (each within `timing.max_step_delay`): a slow client's Redlock acquire
+    /// takes one step delay for its sends and one for its replies, not one for every
+    /// master; and where the gate makes some legs fast, those masters see the request
+    /// first.
     async fn run(
         &self,
         machine: &mut LockMachine,
@@ -141,24 +143,22 @@ impl Shared {
             let (node, result) = if step.sends.len() == 1 && in_flight.is_empty() {
                 // One command and nothing else in flight (every single-node design): await
                 // it in place, as a direct call would.
-                self.gate.pass(whose).await;
                 let send = step.sends.pop().expect("one send");
+                self.gate.pass_leg(whose, send.node).await;
                 let result = self.node(send.node)?.execute(&send.command).await;
-                self.gate.pass(whose).await;
+                self.gate.pass_leg(whose, send.node).await;
                 (send.node, result)
             } else {
-                if !step.sends.is_empty() {
-                    self.gate.pass(whose).await;
-                    for send in step.sends.drain(..) {
-                        let node = self.node(send.node)?.clone();
-                        let command = send.command;
-                        let gate = self.gate.clone();
-                        in_flight.push(send.node, async move {
-                            let result = node.execute(&command).await;
-                            gate.pass(whose).await;
-                            result
-                        });
-                    }
+                for send in step.sends.drain(..) {
+                    let node = self.node(send.node)?.clone();
+                    let (index, command) = (send.node, send.command);
+                    let gate = self.gate.clone();
+                    in_flight.push(index, async move {
+                        gate.pass_leg(whose, index).await;
+                        let result = node.execute(&command).await;
+                        gate.pass_leg(whose, index).await;
+                        result
+                    });
                 }
                 in_flight.next().await.ok_or_else(|| {
                     LockError::Internal("the state machine stopped without an outcome".into())

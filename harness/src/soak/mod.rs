@@ -84,7 +84,7 @@ impl SoakOptions {
 pub struct FaultRecord {
     /// The fault kind (`pause`, `crash`, `lost-reply`, `failover`, `split-brain`,
     /// `restart`, `partition`, `container-pause`, `clock-jump`, `slow-steps`,
-    /// `clock-drift`).
+    /// `clock-drift`, `drift-step`).
     pub kind: String,
     /// The client it struck, if it struck one (a pause, a crash, a link cut).
     pub client: Option<usize>,
@@ -418,7 +418,8 @@ pub struct SoakOutcome {
 impl SoakOutcome {
     /// The stretch of history that shows `v`: from when the earliest client still in
     /// its critical section at the violation entered it (at least one ttl before the
-    /// violation, and the start of a fault in progress then), to the violation.
+    /// violation, and the start of a fault in progress then, whole-soak clock drift
+    /// aside), to the violation.
     pub fn interval(&self, v: &Violation) -> (f64, f64) {
         let mut start = v.ms - self.ttl_ms as f64;
         let mut since: Vec<Option<f64>> = vec![None; self.clients];
@@ -437,7 +438,8 @@ impl SoakOutcome {
         for at in since.iter().flatten() {
             start = start.min(*at);
         }
-        for f in &self.faults {
+        // Clock drift lasts the whole soak; its aimed steps are faults of their own.
+        for f in self.faults.iter().filter(|f| f.kind != "clock-drift") {
             if f.start_ms <= v.ms && f.end_ms >= start {
                 start = start.min(f.start_ms);
             }
@@ -535,15 +537,12 @@ pub async fn soak(
         tasks.0.push(t.abort_handle());
     }
     let drift_task = (scenario.timing.node_drift > 0).then(|| {
-        let horizon_ms = u64::from(scenario.timing.horizon).saturating_mul(scenario.timing.tick_ms);
-        let every = Duration::from_millis(horizon_ms / u64::from(scenario.timing.node_drift));
         tokio::spawn(nemesis::drift(
+            nemesis::Plan::of(scenario, options),
             cluster.clone(),
+            clients.clone(),
             recorder.clone(),
             stop.clone(),
-            masters,
-            scenario.timing.tick_ms,
-            every.max(Duration::from_millis(1)),
         ))
     });
     if let Some(t) = &drift_task {

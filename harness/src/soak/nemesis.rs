@@ -37,7 +37,10 @@
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
 //! - `clock-jump`: the serving master's wall clock jumps by `clock_jump × tick_ms`
 //!   (libclockshift, [`NODE_CLOCK_EMULATION`](crate::run::nemesis::NODE_CLOCK_EMULATION))
-//!   (`clock_jumps`). With `getset-timestamp`, whose clients compare their own clocks'
+//!   (`clock_jumps`). With several masters it strikes one that holds a holder's key,
+//!   and waits (up to four ttls) for a holder that won a bare majority: the master
+//!   losing the key leaves it a minority, and the rival has or can take the rest
+//!   ([`key_target`]). With `getset-timestamp`, whose clients compare their own clocks'
 //!   timestamps, it is a client's clock that jumps, as in the model: while one client
 //!   holds, another client's clock jumps forward through its lock's
 //!   [`ClockShift`](locklab::driver::ClockShift)
@@ -61,9 +64,14 @@
 //!   ([`slow_steps`]) so that they meet its faults, as in the model; after a quiet 1 to
 //!   3 ttls, a client that is not in its critical section turns slow for 2 to 4 ttls — every passage through its
 //!   [`PauseGate`](locklab::driver::PauseGate) (before each send, after each reply
-//!   arrives — a fan-out's replies side by side, as the model's legs travel — before
+//!   arrives — a fan-out's legs side by side, as the model's legs travel — before
 //!   its read and its write) takes 0.5 to 0.9 of `max_step_delay × tick_ms` (at most
-//!   the horizon), drawn once per stretch: its next hold is slow from
+//!   the horizon), drawn once per stretch. With several masters the legs are uneven,
+//!   as the model delays each leg on its own: the slow client's legs to a bare
+//!   majority of the masters (drawn) take no time, and the other clients' legs only to
+//!   the rest (`PauseGate::fast_legs`), so that when two of them race each wins its
+//!   fast masters: the slow client a bare majority, its lease started there while the
+//!   slow masters had not answered, its rival the rest. Its next hold is slow from
 //!   the acquire on, within the model's bound (an emulation of a loaded machine or a
 //!   slow network, [`SLOW_STEPS_EMULATION`]). The other clients are as slow until it
 //!   acquires (else a rival that just released, trying again at once, always wins),
@@ -74,9 +82,14 @@
 //!   holder's read can lag while its watchdog renews on time.
 //!
 //! - `clock-drift` (scenario `timing.node_drift`): every master's wall clock runs fast,
-//!   `node_drift` ticks for every `horizon` ticks of real time, in one-tick steps
+//!   in one-tick steps, never two steps of one node within `horizon / node_drift` ticks
+//!   of real time (the model's bound, each node on its own)
 //!   (libclockshift, [`NODE_DRIFT_EMULATION`](crate::run::nemesis::NODE_DRIFT_EMULATION));
-//!   it runs beside the schedule above ([`drift`]) for the whole soak.
+//!   it runs beside the schedule above ([`drift`]) for the whole soak. Its steps are
+//!   aimed (`drift-step`): a node that may step again waits, up to as long again, for a
+//!   holder (a slow one, with slow clients) that won a bare majority with its oldest
+//!   key there, and steps then: that key expires a tick early while the holder still
+//!   counts on it.
 //!
 //! Every fault kind of a scenario is injected, except that failovers of a scenario with
 //! sentinels are scripted here, not left to Sentinel ([`not_injected`]).
@@ -91,7 +104,7 @@ use std::time::Duration;
 
 use locklab::DesignId;
 use locklab_model::scenario::{Promotion, Scenario};
-use rand::seq::IndexedRandom;
+use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::Mutex;
@@ -118,6 +131,8 @@ pub enum Kind {
     SlowSteps,
     /// Not drawn by the schedule: [`drift`] runs beside it.
     ClockDrift,
+    /// One step of [`drift`], aimed at a holder.
+    DriftStep,
 }
 
 impl Kind {
@@ -135,6 +150,7 @@ impl Kind {
             Kind::SplitBrain => "split-brain",
             Kind::SlowSteps => "slow-steps",
             Kind::ClockDrift => "clock-drift",
+            Kind::DriftStep => "drift-step",
         }
     }
 }
@@ -198,6 +214,8 @@ pub struct Plan {
     seed: u64,
     ttl_ms: u64,
     clock_jump_ms: i64,
+    /// The lock key the clients use.
+    key: String,
     masters: usize,
     replicas: usize,
     /// Replicas per master that replicate continuously (the scenario's `wait_replicas`).
@@ -215,6 +233,12 @@ pub struct Plan {
     step_delay_ms: u64,
     /// The lock has a renewal task (a watchdog, or a custom lock's renewal step).
     renews: bool,
+    /// Slow clients run beside the schedule.
+    slow_clients: bool,
+    tick_ms: u64,
+    /// The least time between two clock-drift steps of one node: `horizon / node_drift`
+    /// ticks (the whole horizon when the scenario has no drift).
+    drift_every: Duration,
 }
 
 impl Plan {
@@ -230,6 +254,7 @@ impl Plan {
             seed: options.seed,
             ttl_ms,
             clock_jump_ms: i64::try_from(jump).unwrap_or(i64::MAX),
+            key: super::client::KEY.to_string(),
             masters: scenario.topology.masters as usize,
             replicas: scenario.topology.replicas as usize,
             in_sync: (scenario.wait_replicas as usize).min(scenario.topology.replicas as usize),
@@ -241,6 +266,13 @@ impl Plan {
             step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
                 .saturating_mul(tick_ms),
             renews: crate::run::lock_config(scenario, tick_ms).renews(),
+            slow_clients: options.slow_steps,
+            tick_ms,
+            drift_every: Duration::from_millis(
+                (u64::from(scenario.timing.horizon).saturating_mul(tick_ms)
+                    / u64::from(scenario.timing.node_drift.max(1)))
+                .max(1),
+            ),
         }
     }
 
@@ -319,6 +351,48 @@ async fn first_of(
     None
 }
 
+/// Where a node clock jump strikes, with several masters: a master slot whose key a
+/// holder owns (the client and the slot; `None`s when no holder showed up within
+/// `limit`). A holder that won a bare majority is waited for, up to `limit`: one of its
+/// masters losing the key leaves it a minority, and the rival has the rest or can take
+/// them. Failing that, a master of the last holder seen.
+async fn key_target(
+    plan: &Plan,
+    cluster: &Mutex<Nemesis>,
+    rec: &Recorder,
+    lookout: &mut Lookout,
+    rng: &mut ChaCha8Rng,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> (Option<usize>, Option<usize>) {
+    let quorum = plan.masters / 2 + 1;
+    let end = tokio::time::Instant::now() + limit;
+    let mut last_seen = None;
+    while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        let holders = rec.inside();
+        if !holders.is_empty() {
+            let looks = lookout.looks(cluster, plan.masters, &plan.key).await;
+            for (h, _) in holders {
+                let slots: Vec<usize> = (0..plan.masters)
+                    .filter(|&m| looks[m].is_some_and(|(o, _)| o == Some(h)))
+                    .collect();
+                let Some(&m) = slots.choose(rng) else {
+                    continue;
+                };
+                if slots.len() == quorum {
+                    return (Some(h), Some(m));
+                }
+                last_seen = Some((h, m));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    match last_seen {
+        Some((h, m)) => (Some(h), Some(m)),
+        None => (None, None),
+    }
+}
+
 /// Wait for an acquire after now (within `limit`): the client that acquired.
 async fn fresh_acquire(rec: &Recorder, limit: Duration, stop: &AtomicBool) -> Option<usize> {
     let since = rec.ms();
@@ -378,6 +452,7 @@ pub async fn run(
     }
     let limit = Duration::from_millis(plan.ttl_ms.saturating_mul(4)) + Duration::from_secs(1);
     let n_clients = clients.len();
+    let mut lookout = Lookout::default();
     loop {
         let available: Vec<Kind> = plan
             .kinds
@@ -386,7 +461,7 @@ pub async fn run(
             .filter(|k| match k {
                 Kind::Failover | Kind::SplitBrain => spare.iter().any(|s| !s.is_empty()),
                 // Not drawn: they run beside the schedule.
-                Kind::ClockDrift | Kind::SlowSteps => false,
+                Kind::ClockDrift | Kind::DriftStep | Kind::SlowSteps => false,
                 _ => true,
             })
             .collect();
@@ -524,7 +599,14 @@ pub async fn run(
                 record(&rec, kind, Some(c), start, what, target.is_some());
             }
             Kind::ClockJump => {
-                let target = holder(&rec, &mut rng, limit, &stop).await;
+                let (target, slot) = if plan.masters > 1 {
+                    let (target, aimed) =
+                        key_target(&plan, &cluster, &rec, &mut lookout, &mut rng, limit, &stop)
+                            .await;
+                    (target, aimed.unwrap_or(slot))
+                } else {
+                    (holder(&rec, &mut rng, limit, &stop).await, slot)
+                };
                 let mut nem = cluster.lock().await;
                 let n = nem.serving(slot);
                 let start = rec.ms();
@@ -533,8 +615,11 @@ pub async fn run(
                 record(&rec, kind, None, start, what, target.is_some());
             }
             // Run beside the schedule ([`drift`], [`slow_steps`]), never drawn.
-            Kind::ClockDrift | Kind::SlowSteps => {}
+            Kind::ClockDrift | Kind::DriftStep | Kind::SlowSteps => {}
             Kind::Restart => {
+                // Right after an acquire. Not at a holder's key, as a clock jump is: a
+                // real restart takes longer than a holder's critical section (a
+                // container replaced: about 450 ms here, against the model's instant).
                 let target = fresh_acquire(&rec, limit, &stop).await;
                 let mut nem = cluster.lock().await;
                 let n = nem.serving(slot);
@@ -645,16 +730,33 @@ pub async fn slow_steps(
         let stretch = plan.ttls(&mut rng, 2.0, 4.0);
         let end = tokio::time::Instant::now() + stretch;
         let start = rec.ms();
+        // Uneven legs, with several masters (the model delays each leg on its own):
+        // `c`'s legs to a bare majority of the masters, drawn, take no time, and the
+        // other clients' legs only to the rest. When `c` and a rival race, each wins
+        // its fast masters: `c` holds a bare majority, its lease started on the fast
+        // masters while the slow ones had not answered, and the rival has the rest.
+        let fast: Vec<Vec<usize>> = if plan.masters < 2 {
+            vec![Vec::new(); n_clients]
+        } else {
+            let quorum = plan.masters / 2 + 1;
+            let mut order: Vec<usize> = (0..plan.masters).collect();
+            order.shuffle(&mut rng);
+            let (mine, rest) = order.split_at(quorum.min(plan.masters - 1));
+            (0..n_clients)
+                .map(|k| if k == c { mine.to_vec() } else { rest.to_vec() })
+                .collect()
+        };
         // Every client is slow until `c` acquires, so that it wins the lock as
         // often as they do (a fast rival that released tries again at once);
         // then the others are fast again: a slow holder among fast rivals.
-        for k in 0..n_clients {
+        for (k, fast) in fast.iter().enumerate() {
             let gate = clients.gate(k);
             if renewals_on_time {
                 gate.slow_operations(delay);
             } else {
                 gate.slow_steps(delay);
             }
+            gate.fast_legs(fast);
         }
         let mut acquired_at = None;
         // A hold that began slow stays slow to its end (as the model's slow holder is),
@@ -690,8 +792,14 @@ pub async fn slow_steps(
         } else {
             ""
         };
+        let legs = if fast[c].is_empty() {
+            String::new()
+        } else {
+            let names: Vec<String> = fast[c].iter().map(|m| format!("master{}", m + 1)).collect();
+            format!(", its legs to {} fast", names.join(", "))
+        };
         let what = format!(
-            "client{} slow: every step {:.0} ms{renewals} (bound {} ms), {rivals}; {SLOW_STEPS_EMULATION}",
+            "client{} slow: every step {:.0} ms{renewals}{legs} (bound {} ms), {rivals}; {SLOW_STEPS_EMULATION}",
             c + 1,
             delay.as_secs_f64() * 1000.0,
             plan.step_delay_ms
@@ -769,31 +877,106 @@ async fn recover(
     Ok(())
 }
 
-/// Node clock drift for the whole soak: every `every`, each serving master's wall
-/// clock steps one tick (`tick_ms`) ahead. Recorded as one `clock-drift` fault from the
-/// first step to the stop.
+/// Node clock drift for the whole soak: each master's wall clock runs fast, one tick
+/// (`tick_ms`) at a time, never two steps of one node within `every` (the model's
+/// `node_drift` ticks per horizon, each node on its own). A step is aimed: once a node
+/// may step again, it waits up to another `every` for a holder that won a bare majority
+/// (with one master: any holder; with `slow_steps`, a slow one) among whose masters it
+/// is the one with the oldest key (the least PTTL: granted first, as through a fast
+/// leg), and steps then, so that the key expires a tick early while its holder still
+/// counts on it; a node not aimed at by
+/// then steps anyway. Each aimed step is recorded (`drift-step`), and the whole as one
+/// `clock-drift` fault from the first step to the stop.
 pub async fn drift(
+    plan: Plan,
     cluster: Arc<Mutex<Nemesis>>,
+    clients: Arc<Clients>,
     rec: Arc<Recorder>,
     stop: Arc<AtomicBool>,
-    masters: usize,
-    tick_ms: u64,
-    every: Duration,
 ) -> Result<(), RunError> {
+    let (masters, key, tick_ms) = (plan.masters, &plan.key, plan.tick_ms);
+    let every = plan.drift_every;
+    let slow_steps = plan.slow_clients;
     let step = i64::try_from(tick_ms).unwrap_or(i64::MAX);
+    let quorum = masters / 2 + 1;
+    // Per master slot: from when it may step again.
+    let mut next = vec![tokio::time::Instant::now() + every; masters];
+    let mut lookout = Lookout::default();
     let mut start = None;
-    let mut steps = 0u64;
-    while !sleep_or_stop(every, &stop).await {
-        let mut nem = cluster.lock().await;
-        for m in 0..masters {
-            let n = nem.serving(m);
-            if nem.alive(n) {
-                nem.clock_jump(n, step).await?;
+    let (mut steps, mut aimed) = (0u64, 0u64);
+    while !stop.load(Ordering::SeqCst) {
+        let now = tokio::time::Instant::now();
+        let mut struck: Vec<(usize, Option<String>)> = Vec::new();
+        let holders = rec.inside();
+        if next.iter().any(|&t| now >= t) && !holders.is_empty() {
+            let looks = lookout.looks(&cluster, masters, key).await;
+            for (h, _) in holders {
+                // With slow clients, a slow holder: a fast one is done before the key.
+                if slow_steps && clients.gate(h).step_delay().is_zero() {
+                    continue;
+                }
+                let mine: Vec<(usize, i64)> = (0..masters)
+                    .filter_map(|m| match looks[m] {
+                        Some((Some(o), pttl)) if o == h && pttl >= 0 => Some((m, pttl)),
+                        _ => None,
+                    })
+                    .collect();
+                let bare = if masters == 1 {
+                    !mine.is_empty()
+                } else {
+                    mine.len() == quorum
+                };
+                let oldest = mine.iter().min_by_key(|(_, pttl)| *pttl).copied();
+                if let (true, Some((m, pttl))) = (bare, oldest) {
+                    if now >= next[m] {
+                        let held: Vec<String> = mine
+                            .iter()
+                            .map(|(m, _)| format!("master{}", m + 1))
+                            .collect();
+                        let why = format!(
+                            "aimed at client{}, holding {} ({} ms left on master{})",
+                            h + 1,
+                            held.join(", "),
+                            pttl,
+                            m + 1
+                        );
+                        struck.push((m, Some(why)));
+                        break;
+                    }
+                }
             }
         }
-        drop(nem);
-        start.get_or_insert(rec.ms());
-        steps += 1;
+        for (m, &at) in next.iter().enumerate() {
+            if now >= at + every && struck.iter().all(|(s, _)| *s != m) {
+                struck.push((m, None));
+            }
+        }
+        for (m, why) in struck {
+            let at = rec.ms();
+            let mut nem = cluster.lock().await;
+            let n = nem.serving(m);
+            let what = if nem.alive(n) {
+                Some(nem.clock_jump(n, step).await?)
+            } else {
+                None
+            };
+            drop(nem);
+            next[m] = tokio::time::Instant::now() + every;
+            start.get_or_insert(at);
+            steps += 1;
+            if let (Some(why), Some(what)) = (why, what) {
+                aimed += 1;
+                record(
+                    &rec,
+                    Kind::DriftStep,
+                    None,
+                    at,
+                    format!("{what}; {why}"),
+                    true,
+                );
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     if let Some(start) = start {
         record(
@@ -802,7 +985,7 @@ pub async fn drift(
             None,
             start,
             format!(
-                "every master's wall clock ran fast: +{tick_ms} ms every {} ms, {steps} steps (libclockshift)",
+                "every master's wall clock ran fast: +{tick_ms} ms at most once every {} ms per master, {steps} steps, {aimed} of them aimed at a holder (libclockshift)",
                 every.as_millis()
             ),
             false,
@@ -820,18 +1003,66 @@ const LOOK: &str = "local t = redis.call('type', KEYS[1]).ok \
     if t == 'none' then return {'', -2} end \
     return {'', redis.call('pttl', KEYS[1])}";
 
-/// What the observer reads of the lock key on one node: its owner and PTTL.
-async fn look(
-    conn: &mut redis::aio::MultiplexedConnection,
-    key: &str,
-) -> redis::RedisResult<(Option<usize>, i64)> {
-    let (value, pttl): (String, i64) = redis::cmd("EVAL")
-        .arg(LOOK)
-        .arg(1)
-        .arg(key)
-        .query_async(conn)
-        .await?;
-    Ok((owner_of(&value), pttl))
+/// Connections to the nodes, for looking at the lock key (the observer's, and the
+/// aiming of node clock jumps); a connection that fails is dropped and made anew.
+#[derive(Default)]
+struct Lookout {
+    conns: HashMap<SocketAddr, redis::aio::MultiplexedConnection>,
+}
+
+impl Lookout {
+    const TIMEOUT: Duration = Duration::from_millis(200);
+
+    /// The lock key on the node at `addr`, in one step: its owner and PTTL (-2: no key);
+    /// `None` when the node did not answer in time.
+    async fn look(&mut self, addr: SocketAddr, key: &str) -> Option<(Option<usize>, i64)> {
+        let conn = match self.conns.entry(addr) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let client = redis::Client::open(format!("redis://{addr}")).ok()?;
+                let connect = client.get_multiplexed_async_connection();
+                match tokio::time::timeout(Self::TIMEOUT, connect).await {
+                    Ok(Ok(conn)) => e.insert(conn),
+                    _ => return None,
+                }
+            }
+        };
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(LOOK).arg(1).arg(key);
+        let looked = cmd.query_async::<(String, i64)>(conn);
+        match tokio::time::timeout(Self::TIMEOUT, looked).await {
+            Ok(Ok((value, pttl))) => Some((owner_of(&value), pttl)),
+            _ => {
+                self.conns.remove(&addr);
+                None
+            }
+        }
+    }
+
+    /// The lock key on each master slot's serving node now: its owner and PTTL
+    /// (`None`: a node down or silent).
+    async fn looks(
+        &mut self,
+        cluster: &Mutex<Nemesis>,
+        masters: usize,
+        key: &str,
+    ) -> Vec<Option<(Option<usize>, i64)>> {
+        let addrs: Vec<Option<SocketAddr>> = {
+            let nem = cluster.lock().await;
+            (0..masters)
+                .map(|m| nem.serving(m))
+                .map(|n| nem.alive(n).then(|| nem.addr(n)))
+                .collect()
+        };
+        let mut looks = Vec::with_capacity(masters);
+        for addr in addrs {
+            looks.push(match addr {
+                Some(addr) => self.look(addr, key).await,
+                None => None,
+            });
+        }
+        looks
+    }
 }
 
 /// Every half tick, look at the lock key on each serving master and record it
@@ -845,8 +1076,7 @@ pub async fn observe(
     key: String,
 ) {
     let every = Duration::from_millis((tick_ms / 2).clamp(10, 500));
-    let timeout = Duration::from_millis(200);
-    let mut conns: HashMap<SocketAddr, redis::aio::MultiplexedConnection> = HashMap::new();
+    let mut lookout = Lookout::default();
     let mut seen: HashMap<usize, (Option<usize>, bool)> = HashMap::new();
     loop {
         let targets: Vec<(usize, SocketAddr)> = {
@@ -858,28 +1088,11 @@ pub async fn observe(
                 .collect()
         };
         for (n, addr) in targets {
-            let conn = match conns.entry(addr) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let Ok(client) = redis::Client::open(format!("redis://{addr}")) else {
-                        continue;
-                    };
-                    let connect = client.get_multiplexed_async_connection();
-                    match tokio::time::timeout(timeout, connect).await {
-                        Ok(Ok(conn)) => e.insert(conn),
-                        _ => continue,
-                    }
-                }
-            };
             // The owner's state before and after the look: the key was read at some
             // moment in between.
             let (start, before) = rec.holding();
-            let (owner, pttl) = match tokio::time::timeout(timeout, look(conn, &key)).await {
-                Ok(Ok(x)) => x,
-                _ => {
-                    conns.remove(&addr);
-                    continue;
-                }
+            let Some((owner, pttl)) = lookout.look(addr, &key).await else {
+                continue;
             };
             let (end, after) = rec.holding();
             if pttl == -2 {
