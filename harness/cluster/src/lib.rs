@@ -20,7 +20,8 @@
 //! - Docker: bollard, through testcontainers' re-export, at the engine's own
 //!   API version (older engines, such as Docker 20.10 with API 1.41, refuse
 //!   bollard's newer default). Containers run `redis-server`
-//!   with `--protected-mode no --save "" --appendonly no --repl-diskless-sync-delay 0`,
+//!   with `--protected-mode no --save "" --appendonly no --repl-diskless-sync-delay 0
+//!   --enable-debug-command yes`,
 //!   port 6379 published on 127.0.0.1 only (random host port).
 //! - Redis: the crate's own commands (PING, INFO, REPLICAOF, and
 //!   [`Node::command`]) go through redis-rs, one fresh connection each.
@@ -33,7 +34,8 @@
 //!   ([`Cluster::wait_for_sentinel_promotion`]); see the `sentinel` module's notes
 //!   for the configuration and its timing.
 //! - Faults ([`Node`]): pause/unpause (`docker pause`), stop, kill, restart
-//!   (empty), network disconnect/connect, promote, clock jumps.
+//!   (empty: a new container, or the process in place in milliseconds), network
+//!   disconnect/connect, promote, clock jumps.
 //! - Cleanup: see [`Cluster`]. Every container and network carries the owning
 //!   process (pid, start time, boot id, pid namespace, host name) and the label
 //!   `org.locklab.managed=true`; [`reap`] removes those of processes that no

@@ -23,8 +23,9 @@ pub const REDIS_PORT: u16 = 6379;
 pub const CLUSTER_LABEL: &str = "org.locklab.cluster";
 /// Label carrying the node's short name (`m0`, `m0r1`) on its container.
 pub const NODE_LABEL: &str = "org.locklab.node";
-/// Arguments every node is started with (no persistence, fast full syncs).
-pub const REDIS_ARGS: [&str; 8] = [
+/// Arguments every node is started with (no persistence, fast full syncs, `DEBUG`
+/// for [`Node::restart_in_place`]).
+pub const REDIS_ARGS: [&str; 10] = [
     "--protected-mode",
     "no",
     "--save",
@@ -33,6 +34,8 @@ pub const REDIS_ARGS: [&str; 8] = [
     "no",
     "--repl-diskless-sync-delay",
     "0",
+    "--enable-debug-command",
+    "yes",
 ];
 /// The clock-shift library in the image built by `harness/redis-image/build.sh`.
 pub const CLOCKSHIFT_LIB: &str = "/usr/lib/locklab/libclockshift.so";
@@ -282,6 +285,40 @@ impl Node {
     pub async fn kill(&self) -> Result<(), ClusterError> {
         let id = self.container_id();
         engine::engine().await?.container_kill(&id).await
+    }
+
+    /// Restarts the node's Redis process *in place*, empty, in milliseconds: `DEBUG
+    /// CRASH-AND-RECOVER` makes the server re-execute itself with its arguments in the
+    /// same container (same id, port and networks), without saving. Every connection
+    /// drops; the data, kept only in memory, is gone, and so is a role set at run time
+    /// (a replica comes back a master). The clock offset returns to zero. An error when
+    /// the process did not restart (its `run_id` is unchanged).
+    pub async fn restart_in_place(&self) -> Result<(), ClusterError> {
+        let before = self.run_id().await?;
+        // The server re-executes itself while the command runs: no reply comes.
+        let _ = call(
+            self.addr(),
+            &["DEBUG", "CRASH-AND-RECOVER", "0"],
+            COMMAND_TIMEOUT,
+        )
+        .await;
+        wait_ready(&self.name, self.host_port()).await?;
+        if self.run_id().await? == before {
+            return Err(ClusterError::Unsupported(format!(
+                "restart in place of {}: the server did not restart (DEBUG CRASH-AND-RECOVER refused?)",
+                self.name
+            )));
+        }
+        if self.spec.clock_control {
+            self.set_clock_offset_ms(0).await?;
+        }
+        Ok(())
+    }
+
+    /// The server's `run_id` (new at every start of the process).
+    async fn run_id(&self) -> Result<Option<String>, ClusterError> {
+        let info: redis::InfoDict = self.query(&["INFO", "server"]).await?;
+        Ok(info.get("run_id"))
     }
 
     /// Restarts the node *empty*: the container is removed and a new one is

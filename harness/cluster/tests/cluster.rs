@@ -390,14 +390,19 @@ fn unix_now() -> i64 {
         .as_secs() as i64
 }
 
-#[tokio::test]
-async fn clock_jump_moves_time_and_expires_keys() {
-    require_environment();
-    let cluster = Cluster::builder()
+/// One master whose wall clock the test can move.
+async fn start_with_clock_control() -> Cluster {
+    Cluster::builder()
         .clock_control(true)
         .start()
         .await
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[tokio::test]
+async fn clock_jump_moves_time_and_expires_keys() {
+    require_environment();
+    let cluster = start_with_clock_control().await;
     let m = cluster.master(0);
     let server_time = |v: Vec<String>| -> i64 { v[0].parse().unwrap() };
     let t0 = server_time(m.query(&["TIME"]).await.unwrap());
@@ -423,6 +428,47 @@ async fn clock_jump_moves_time_and_expires_keys() {
     m.set_clock_offset_ms(0).await.unwrap();
     let t3 = server_time(m.query(&["TIME"]).await.unwrap());
     assert!((t3 - unix_now()).abs() <= 2);
+}
+
+/// A restart in place: the same container and port, a new process, no data, the
+/// clock offset back at zero, in well under the time a new container takes.
+#[tokio::test]
+async fn restart_in_place_is_a_new_empty_process_in_the_same_container() {
+    require_environment();
+    let cluster = start_with_clock_control().await;
+    let m = cluster.master(0);
+    let (id, port) = (m.container_id(), m.host_port());
+    let run_id = |info: String| -> String {
+        info.lines()
+            .find_map(|l| l.strip_prefix("run_id:"))
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    let before = run_id(m.info("server").await.unwrap());
+    let mut c = con(m).await;
+    set(&mut c, "k", "v").await;
+    m.set_clock_offset_ms(120_000).await.unwrap();
+    let start = std::time::Instant::now();
+    m.restart_in_place().await.unwrap();
+    let took = start.elapsed();
+    eprintln!("restart in place: {took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_eq!(m.container_id(), id, "the same container");
+    assert_eq!(m.host_port(), port, "the same port");
+    assert_ne!(
+        run_id(m.info("server").await.unwrap()),
+        before,
+        "a new process"
+    );
+    let mut c = con(m).await;
+    assert_eq!(get(&mut c, "k").await, None, "a restarted node is empty");
+    let server_time = |v: Vec<String>| -> i64 { v[0].parse().unwrap() };
+    let t = server_time(m.query(&["TIME"]).await.unwrap());
+    assert!(
+        (t - unix_now()).abs() <= 2,
+        "the clock offset is back at zero: {t}"
+    );
 }
 
 #[tokio::test]

@@ -408,6 +408,18 @@ impl Nemesis {
         ))
     }
 
+    /// Node `n`'s Redis process restarts in place, empty, in milliseconds (same
+    /// container, port and links; `Node::restart_in_place`): the soak's restart, as
+    /// instant as the model's. For a serving master only (a role set at run time is lost).
+    pub async fn restart_in_place(&mut self, n: usize) -> Result<String, ClusterError> {
+        self.node(n).restart_in_place().await?;
+        self.clock_offset[n] = 0;
+        Ok(format!(
+            "node{} process restarted in place, empty (no persistence; DEBUG CRASH-AND-RECOVER)",
+            n + 1
+        ))
+    }
+
     /// Cut (`true`) or heal the link of client `c` to master slot `m`.
     pub fn partition(&self, c: usize, m: usize, cut: bool) -> String {
         let state = if cut { LinkState::Cut } else { LinkState::Open };

@@ -32,7 +32,11 @@
 //!   lag as above. The promoted replica is then one that lags if any does (aimed: it
 //!   missed the last acquire), or, with `promotion = "most-advanced"`, one in sync, as
 //!   Sentinel would choose;
-//! - `restart`: the serving master comes back empty (`restarts`);
+//! - `restart`: the serving master's Redis process restarts in place, empty, in
+//!   milliseconds (`Node::restart_in_place`: the model's restart is instant, a new
+//!   container takes about 450 ms, longer than a hold) (`restarts`); with several
+//!   masters, one that holds the key of a holder on a bare majority, as for a clock
+//!   jump ([`key_target`]);
 //! - `partition`: the holder's link proxy to a master is cut for the drawn length, or the
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
 //! - `clock-jump`: the serving master's wall clock jumps by `clock_jump × tick_ms`
@@ -351,8 +355,8 @@ async fn first_of(
     None
 }
 
-/// Where a node clock jump strikes, with several masters: a master slot whose key a
-/// holder owns (the client and the slot; `None`s when no holder showed up within
+/// Where a node fault at the holder's key (a clock jump, a restart) strikes, with
+/// several masters: a master slot whose key a holder owns (the client and the slot; `None`s when no holder showed up within
 /// `limit`). A holder that won a bare majority is waited for, up to `limit`: one of its
 /// masters losing the key leaves it a minority, and the rival has the rest or can take
 /// them. Failing that, a master of the last holder seen.
@@ -598,36 +602,33 @@ pub async fn run(
                 );
                 record(&rec, kind, Some(c), start, what, target.is_some());
             }
-            Kind::ClockJump => {
+            Kind::ClockJump | Kind::Restart => {
+                // A node fault at a holder's key. A restart is in place, in
+                // milliseconds, as the model's is instant: a new container would take
+                // longer than a holder's critical section.
                 let (target, slot) = if plan.masters > 1 {
                     let (target, aimed) =
                         key_target(&plan, &cluster, &rec, &mut lookout, &mut rng, limit, &stop)
                             .await;
                     (target, aimed.unwrap_or(slot))
-                } else {
+                } else if kind == Kind::ClockJump {
                     (holder(&rec, &mut rng, limit, &stop).await, slot)
+                } else {
+                    (fresh_acquire(&rec, limit, &stop).await, slot)
                 };
                 let mut nem = cluster.lock().await;
                 let n = nem.serving(slot);
                 let start = rec.ms();
-                let what = nem.clock_jump(n, plan.clock_jump_ms).await?;
+                let what = if kind == Kind::ClockJump {
+                    nem.clock_jump(n, plan.clock_jump_ms).await?
+                } else {
+                    nem.restart_in_place(n).await?
+                };
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
             // Run beside the schedule ([`drift`], [`slow_steps`]), never drawn.
             Kind::ClockDrift | Kind::DriftStep | Kind::SlowSteps => {}
-            Kind::Restart => {
-                // Right after an acquire. Not at a holder's key, as a clock jump is: a
-                // real restart takes longer than a holder's critical section (a
-                // container replaced: about 450 ms here, against the model's instant).
-                let target = fresh_acquire(&rec, limit, &stop).await;
-                let mut nem = cluster.lock().await;
-                let n = nem.serving(slot);
-                let start = rec.ms();
-                let what = nem.restart(n).await?;
-                drop(nem);
-                record(&rec, kind, None, start, what, target.is_some());
-            }
             Kind::Failover | Kind::SplitBrain => {
                 let m = (0..plan.masters)
                     .filter(|m| !spare[*m].is_empty())
