@@ -280,6 +280,11 @@ impl Plan {
         }
     }
 
+    /// Redlock's majority of the masters: N/2 + 1.
+    fn quorum(&self) -> usize {
+        self.masters / 2 + 1
+    }
+
     /// The replicas that replicate continuously from the start.
     pub fn in_sync_replicas(&self) -> Vec<usize> {
         (0..self.masters)
@@ -355,11 +360,23 @@ async fn first_of(
     None
 }
 
+/// The master slots whose lock key client `h` owns in `looks`, with their PTTLs.
+fn held_by(looks: &[Option<(Option<usize>, i64)>], h: usize) -> Vec<(usize, i64)> {
+    looks
+        .iter()
+        .enumerate()
+        .filter_map(|(m, look)| match look {
+            Some((Some(o), pttl)) if *o == h => Some((m, *pttl)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Where a node fault at the holder's key (a clock jump, a restart) strikes, with
-/// several masters: a master slot whose key a holder owns (the client and the slot; `None`s when no holder showed up within
-/// `limit`). A holder that won a bare majority is waited for, up to `limit`: one of its
-/// masters losing the key leaves it a minority, and the rival has the rest or can take
-/// them. Failing that, a master of the last holder seen.
+/// several masters: a holder and a master slot whose key it owns (`None` when no
+/// holder showed up within `limit`). A holder that won a bare majority is waited for,
+/// up to `limit`: one of its masters losing the key leaves it a minority, and the
+/// rival has the rest or can take them. Failing that, a master of the last holder seen.
 async fn key_target(
     plan: &Plan,
     cluster: &Mutex<Nemesis>,
@@ -368,8 +385,7 @@ async fn key_target(
     rng: &mut ChaCha8Rng,
     limit: Duration,
     stop: &AtomicBool,
-) -> (Option<usize>, Option<usize>) {
-    let quorum = plan.masters / 2 + 1;
+) -> Option<(usize, usize)> {
     let end = tokio::time::Instant::now() + limit;
     let mut last_seen = None;
     while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
@@ -377,24 +393,19 @@ async fn key_target(
         if !holders.is_empty() {
             let looks = lookout.looks(cluster, plan.masters, &plan.key).await;
             for (h, _) in holders {
-                let slots: Vec<usize> = (0..plan.masters)
-                    .filter(|&m| looks[m].is_some_and(|(o, _)| o == Some(h)))
-                    .collect();
-                let Some(&m) = slots.choose(rng) else {
+                let slots = held_by(&looks, h);
+                let Some(&(m, _)) = slots.choose(rng) else {
                     continue;
                 };
-                if slots.len() == quorum {
-                    return (Some(h), Some(m));
+                if slots.len() == plan.quorum() {
+                    return Some((h, m));
                 }
                 last_seen = Some((h, m));
             }
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    match last_seen {
-        Some((h, m)) => (Some(h), Some(m)),
-        None => (None, None),
-    }
+    last_seen
 }
 
 /// Wait for an acquire after now (within `limit`): the client that acquired.
@@ -607,10 +618,12 @@ pub async fn run(
                 // milliseconds, as the model's is instant: a new container would take
                 // longer than a holder's critical section.
                 let (target, slot) = if plan.masters > 1 {
-                    let (target, aimed) =
-                        key_target(&plan, &cluster, &rec, &mut lookout, &mut rng, limit, &stop)
-                            .await;
-                    (target, aimed.unwrap_or(slot))
+                    match key_target(&plan, &cluster, &rec, &mut lookout, &mut rng, limit, &stop)
+                        .await
+                    {
+                        Some((h, m)) => (Some(h), m),
+                        None => (None, slot),
+                    }
                 } else if kind == Kind::ClockJump {
                     (holder(&rec, &mut rng, limit, &stop).await, slot)
                 } else {
@@ -739,10 +752,9 @@ pub async fn slow_steps(
         let fast: Vec<Vec<usize>> = if plan.masters < 2 {
             vec![Vec::new(); n_clients]
         } else {
-            let quorum = plan.masters / 2 + 1;
             let mut order: Vec<usize> = (0..plan.masters).collect();
             order.shuffle(&mut rng);
-            let (mine, rest) = order.split_at(quorum.min(plan.masters - 1));
+            let (mine, rest) = order.split_at(plan.quorum().min(plan.masters - 1));
             (0..n_clients)
                 .map(|k| if k == c { mine.to_vec() } else { rest.to_vec() })
                 .collect()
@@ -885,9 +897,9 @@ async fn recover(
 /// (with one master: any holder; with `slow_steps`, a slow one) among whose masters it
 /// is the one with the oldest key (the least PTTL: granted first, as through a fast
 /// leg), and steps then, so that the key expires a tick early while its holder still
-/// counts on it; a node not aimed at by
-/// then steps anyway. Each aimed step is recorded (`drift-step`), and the whole as one
-/// `clock-drift` fault from the first step to the stop.
+/// counts on it; a node not aimed at by then steps anyway. Each aimed step is recorded
+/// (`drift-step`), and the whole as one `clock-drift` fault from the first step to the
+/// stop.
 pub async fn drift(
     plan: Plan,
     cluster: Arc<Mutex<Nemesis>>,
@@ -899,7 +911,6 @@ pub async fn drift(
     let every = plan.drift_every;
     let slow_steps = plan.slow_clients;
     let step = i64::try_from(tick_ms).unwrap_or(i64::MAX);
-    let quorum = masters / 2 + 1;
     // Per master slot: from when it may step again.
     let mut next = vec![tokio::time::Instant::now() + every; masters];
     let mut lookout = Lookout::default();
@@ -916,17 +927,12 @@ pub async fn drift(
                 if slow_steps && clients.gate(h).step_delay().is_zero() {
                     continue;
                 }
-                let mine: Vec<(usize, i64)> = (0..masters)
-                    .filter_map(|m| match looks[m] {
-                        Some((Some(o), pttl)) if o == h && pttl >= 0 => Some((m, pttl)),
-                        _ => None,
-                    })
+                let mine: Vec<(usize, i64)> = held_by(&looks, h)
+                    .into_iter()
+                    .filter(|(_, pttl)| *pttl >= 0)
                     .collect();
-                let bare = if masters == 1 {
-                    !mine.is_empty()
-                } else {
-                    mine.len() == quorum
-                };
+                // With one master, the quorum is that one: any holder.
+                let bare = mine.len() == plan.quorum();
                 let oldest = mine.iter().min_by_key(|(_, pttl)| *pttl).copied();
                 if let (true, Some((m, pttl))) = (bare, oldest) {
                     if now >= next[m] {
