@@ -382,24 +382,50 @@ impl Cluster {
         })
     }
 
-    /// The master of slot `m` as the sentinels name it now: the first sentinel that
-    /// answers decides.
+    /// The master of slot `m` as the sentinels name it now: the node a majority of
+    /// them names. Right after a failover a sentinel may still name the old master
+    /// until the leader's new configuration reaches it, so no single answer decides.
     pub async fn sentinel_master(&self, m: usize) -> Result<&Node, ClusterError> {
         let service = sentinel::service_name(m);
+        let (votes, last) = self.sentinel_votes(&service).await;
+        let Some(ip) = self.majority_named(&votes, |_| true) else {
+            return Err(match last {
+                Some(e) if votes.is_empty() => e,
+                _ if self.sentinels.is_empty() => {
+                    ClusterError::Unsupported("this cluster has no sentinels".into())
+                }
+                _ => ClusterError::redis(
+                    "sentinels",
+                    format!("no majority names a master of `{service}` (they name {votes:?})"),
+                ),
+            });
+        };
+        self.node_at(ip)
+            .ok_or_else(|| ClusterError::redis("sentinels", format!("name an unknown master {ip}")))
+    }
+
+    /// What each sentinel answers for `service` (the address it names as master),
+    /// and the last error if some did not answer.
+    async fn sentinel_votes(&self, service: &str) -> (Vec<IpAddr>, Option<ClusterError>) {
+        let mut votes = Vec::new();
         let mut last = None;
         for s in &self.sentinels {
-            match s.master_addr(&service).await {
-                Ok(Some(addr)) => {
-                    return self.node_at(addr.ip()).ok_or_else(|| {
-                        ClusterError::redis(s.name(), format!("names an unknown master {addr}"))
-                    })
-                }
+            match s.master_addr(service).await {
+                Ok(Some(addr)) => votes.push(addr.ip()),
                 Ok(None) => last = Some(ClusterError::redis(s.name(), "knows no such master")),
                 Err(e) => last = Some(e),
             }
         }
-        Err(last
-            .unwrap_or_else(|| ClusterError::Unsupported("this cluster has no sentinels".into())))
+        (votes, last)
+    }
+
+    /// The address a majority of all sentinels names, among those `accept` takes.
+    fn majority_named(&self, votes: &[IpAddr], accept: impl Fn(&Node) -> bool) -> Option<IpAddr> {
+        let majority = self.sentinels.len() / 2 + 1;
+        votes.iter().copied().find(|ip| {
+            votes.iter().filter(|v| *v == ip).count() >= majority
+                && self.node_at(*ip).is_some_and(&accept)
+        })
     }
 
     /// Waits until Sentinel has replaced `old` as master of slot `m`: a majority of
@@ -413,22 +439,14 @@ impl Cluster {
         timeout: Duration,
     ) -> Result<&Node, ClusterError> {
         let service = sentinel::service_name(m);
-        let majority = self.sentinels.len() / 2 + 1;
         let deadline = Instant::now() + timeout;
         let mut last = String::from("no sentinel answered");
         loop {
-            let mut votes: Vec<IpAddr> = Vec::new();
-            for s in &self.sentinels {
-                match s.master_addr(&service).await {
-                    Ok(Some(addr)) => votes.push(addr.ip()),
-                    Ok(None) => {}
-                    Err(e) => last = e.to_string(),
-                }
+            let (votes, failed) = self.sentinel_votes(&service).await;
+            if let Some(e) = failed {
+                last = e.to_string();
             }
-            let named = votes.iter().copied().find(|ip| {
-                votes.iter().filter(|v| *v == ip).count() >= majority
-                    && self.node_at(*ip).is_some_and(|n| n.name() != old.name())
-            });
+            let named = self.majority_named(&votes, |n| n.name() != old.name());
             if let Some((ip, node)) = named.and_then(|ip| Some((ip, self.node_at(ip)?))) {
                 match node.replication_field("role").await {
                     Ok(Some(role)) if role == "master" => {
