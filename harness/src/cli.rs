@@ -70,8 +70,13 @@ pub struct SearchArgs {
     /// partial-order reduction).
     #[arg(long)]
     pub no_partial_order: bool,
+    /// Offer pauses at every step, not only just before a tick (and resumes just after
+    /// one): the pause-placement reduction off.
+    #[arg(long)]
+    pub no_pause_placement: bool,
     /// No reduction at all: every interleaving, every state as it is, the search the
-    /// reductions are tested against (implies --no-symmetry and --no-partial-order).
+    /// reductions are tested against (implies --no-symmetry, --no-partial-order and
+    /// --no-pause-placement).
     #[arg(long)]
     pub plain: bool,
 }

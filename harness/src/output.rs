@@ -16,7 +16,8 @@
 //!       "complete": true, "purchased": true, "first_counterexample_seconds": 0.001,
 //!       "error": null, "strategy": "exhaustive", "walks": null, "seed": null,
 //!       "fingerprint_collision_probability": 8.7e-15,
-//!       "reductions": ["unread_values", "token_names", "symmetry", "partial_order"] }
+//!       "reductions": ["unread_values", "token_names", "symmetry", "partial_order",
+//!                      "pause_placement"] }
 //!   ]
 //! }
 //! ```

@@ -26,6 +26,7 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
     SearchOptions {
         symmetry: base.symmetry && !args.no_symmetry,
         partial_order: base.partial_order && !args.no_partial_order,
+        pause_placement: base.pause_placement && !args.no_pause_placement,
         threads,
         max_depth: args.max_depth,
         ..base

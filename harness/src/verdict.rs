@@ -228,8 +228,9 @@ pub fn outcome(
 
 /// The reductions an exhaustive search of `model` ran with and that can act on it:
 /// `options`' reductions, less token names for a custom lock (its scripts may read a
-/// token's text) and the partial order where no machine's answers can be only recorded
-/// (every design but Redlock). Walks keep no visited set and read every step, so none.
+/// token's text), the partial order where no machine's answers can be only recorded
+/// (every design but Redlock) and pause placement where the scenario has no pause.
+/// Walks keep no visited set and read every step, so none.
 pub fn reductions(
     model: &LockModel,
     options: &SearchOptions,
@@ -244,6 +245,7 @@ pub fn reductions(
         .filter(|r| match r {
             Reduction::TokenNames => model.renames_tokens(),
             Reduction::PartialOrder => model.partial_order_applies(),
+            Reduction::PausePlacement => model.pause_placement_applies(),
             Reduction::UnreadValues | Reduction::Symmetry => true,
         })
         .collect()

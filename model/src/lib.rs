@@ -16,6 +16,7 @@ pub mod forget;
 pub mod lua;
 pub mod model;
 pub mod partial_order;
+pub mod pause_placement;
 pub mod recheck;
 pub mod redis;
 pub mod scenario;

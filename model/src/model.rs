@@ -568,7 +568,7 @@ impl LockModel {
         }
     }
 
-    fn tick_enabled(&self, s: &State) -> bool {
+    pub(crate) fn tick_enabled(&self, s: &State) -> bool {
         if u32::from(s.now) >= self.scenario.timing.horizon {
             return false;
         }
@@ -855,6 +855,8 @@ impl Model for LockModel {
             next_token: 0,
             displaced_other: false,
             split: None,
+            pausing: false,
+            stepped: false,
         }]
     }
 

@@ -9,7 +9,7 @@
 //! A trace found in representative states is mapped back to the concrete clients and
 //! masters, then re-checked against the model ([`crate::recheck`]) before it is returned.
 //!
-//! Four reductions ([`Reduction`]), each switched by [`SearchOptions`]. Three merge states
+//! Five reductions ([`Reduction`]), each switched by [`SearchOptions`]. Three merge states
 //! that have the same behaviours, so they keep every verdict and every shortest
 //! counterexample exactly: values no step reads again are forgotten
 //! ([`crate::forget`]), tokens are known by their first appearance rather than their
@@ -17,7 +17,9 @@
 //! role rather than their number ([`crate::symmetry`]). The fourth takes the answers a
 //! Redlock fan-out only records in one order ([`crate::partial_order`]): it keeps every
 //! verdict, and its counterexample lengths are compared with the unreduced search's by
-//! the tests.
+//! the tests. The fifth begins pauses only just before a tick and ends them only just
+//! after one ([`crate::pause_placement`]): it keeps verdicts and lengths, also compared
+//! by the tests.
 //!
 //! The visited set keeps a 64-bit fingerprint per state, not the state: a collision
 //! merges two states silently. Each result carries the birthday bound on that for the
@@ -46,6 +48,8 @@ pub struct SearchOptions {
     pub token_names: bool,
     /// Take the answers a Redlock fan-out only records in one order.
     pub partial_order: bool,
+    /// Begin pauses just before a tick and end them just after one.
+    pub pause_placement: bool,
     /// Worker threads expanding each level.
     pub threads: usize,
     /// Explore counterexamples of at most this many steps.
@@ -71,6 +75,7 @@ impl Default for SearchOptions {
             unread_values: true,
             token_names: true,
             partial_order: true,
+            pause_placement: true,
             threads: 1,
             max_depth: None,
             time_limit: None,
@@ -90,6 +95,7 @@ impl SearchOptions {
             unread_values: false,
             token_names: false,
             partial_order: false,
+            pause_placement: false,
             ..SearchOptions::default()
         }
     }
@@ -103,6 +109,7 @@ impl SearchOptions {
                 Reduction::TokenNames => self.token_names,
                 Reduction::Symmetry => self.symmetry,
                 Reduction::PartialOrder => self.partial_order,
+                Reduction::PausePlacement => self.pause_placement,
             })
             .collect()
     }
@@ -140,15 +147,19 @@ pub enum Reduction {
     /// The answers a Redlock fan-out only records, read in one order
     /// ([`crate::partial_order`]): keeps verdicts; lengths tested.
     PartialOrder,
+    /// Pauses begin just before a tick and end just after one
+    /// ([`crate::pause_placement`]): keeps verdicts and lengths; tested.
+    PausePlacement,
 }
 
 impl Reduction {
     /// Every reduction, in the order outputs list them.
-    pub const ALL: [Reduction; 4] = [
+    pub const ALL: [Reduction; 5] = [
         Reduction::UnreadValues,
         Reduction::TokenNames,
         Reduction::Symmetry,
         Reduction::PartialOrder,
+        Reduction::PausePlacement,
     ];
 
     /// Its name in outputs (JSON `reductions`).
@@ -158,13 +169,14 @@ impl Reduction {
             Reduction::TokenNames => "token_names",
             Reduction::Symmetry => "symmetry",
             Reduction::PartialOrder => "partial_order",
+            Reduction::PausePlacement => "pause_placement",
         }
     }
 
     /// Whether it merges only states with the same behaviours, and so keeps every
     /// verdict and shortest counterexample by construction.
     pub fn exact(self) -> bool {
-        self != Reduction::PartialOrder
+        !matches!(self, Reduction::PartialOrder | Reduction::PausePlacement)
     }
 }
 
@@ -377,6 +389,7 @@ pub fn search(
     }
 
     let threads = options.threads.max(1);
+    let pause_placement = options.pause_placement && model.pause_placement_applies();
     let mut depth = 0;
     let mut complete = true;
     while !frontier.is_empty() {
@@ -404,13 +417,19 @@ pub fn search(
                 let parent = *parent;
                 actions.clear();
                 model.actions(s, &mut actions);
+                if pause_placement {
+                    model.place_pauses(s, &mut actions);
+                }
                 if options.partial_order {
                     model.reduce_to_ample(s, &mut actions);
                 }
                 for &a in &actions {
-                    let Some(next) = model.next_state(s, a) else {
+                    let Some(mut next) = model.next_state(s, a) else {
                         continue;
                     };
+                    if pause_placement {
+                        model.mark_pause_points(s, a, &mut next);
+                    }
                     if !model.within_boundary(&next) {
                         continue;
                     }

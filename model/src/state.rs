@@ -117,6 +117,12 @@ pub struct State {
     pub displaced_other: bool,
     /// The split brain in effect, if any.
     pub split: Option<Split>,
+    /// Pause placement ([`crate::pause_placement`]): a pause was just taken, so only
+    /// the tick (or another pause) follows. Always `false` without that reduction.
+    pub pausing: bool,
+    /// Pause placement: a step was taken since the last tick, so no client resumes
+    /// before the next one. Always `false` without that reduction.
+    pub stepped: bool,
 }
 
 impl State {

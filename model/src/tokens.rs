@@ -176,6 +176,8 @@ impl LockModel {
                 next_token,
                 displaced_other,
                 split,
+                pausing,
+                stepped,
             } = s;
             now.hash(&mut h);
             clients.hash(&mut h);
@@ -188,6 +190,10 @@ impl LockModel {
             }
             displaced_other.hash(&mut h);
             split.hash(&mut h);
+            // Only where set, so that a search without pauses keeps its fingerprints.
+            if *pausing || *stepped {
+                (pausing, stepped).hash(&mut h);
+            }
             h.finish()
         })
     }
