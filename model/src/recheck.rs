@@ -29,6 +29,11 @@ pub enum PathError {
     /// Step `step` leads past the scenario's horizon.
     #[error("step {step} ({action}) leads past the horizon")]
     OutOfBounds { step: usize, action: Action },
+    /// Step `step` (1-based; 0 for the initial state) of a trace rebuilt from the visited
+    /// set: no step the search takes from the state before it reaches the stored
+    /// fingerprint (a fingerprint collision can cause it).
+    #[error("step {step}: no step reaches the fingerprint the search stored (a collision)")]
+    Lost { step: usize },
     /// The property is already broken after `step` steps, before the path's end.
     #[error("{property} is already broken after step {step}, before the path's end")]
     BrokenEarly { property: Property, step: usize },

@@ -23,7 +23,10 @@
 //!
 //! The visited set keeps a 64-bit fingerprint per state, not the state: a collision
 //! merges two states silently. Each result carries the birthday bound on that for the
-//! run ([`SearchResult::collision_probability`]).
+//! run ([`SearchResult::collision_probability`]). With each fingerprint it keeps its
+//! parent's, not the step between them (16 bytes a state, as TLC keeps them); a trace
+//! is rebuilt by taking the search's steps again from each state on the way until one
+//! reaches the next fingerprint.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::time::Instant;
@@ -81,7 +84,7 @@ impl Default for SearchOptions {
             time_limit: None,
             state_limit: None,
             fingerprint_bits: 64,
-            block_states: 1 << 16,
+            block_states: 1 << 14,
         }
     }
 }
@@ -334,9 +337,27 @@ impl SearchResult {
     }
 }
 
-struct Visit {
-    parent: u64,
-    action: Option<Action>,
+/// The steps the search takes from `s`: the model's, narrowed by the reductions that
+/// choose among steps (pause placement, then the partial order).
+fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<Action>) {
+    out.clear();
+    model.actions(s, out);
+    if options.pause_placement && model.pause_placement_applies() {
+        model.place_pauses(s, out);
+    }
+    if options.partial_order {
+        model.reduce_to_ample(s, out);
+    }
+}
+
+/// The state the search reaches from `s` by `a` (before it is stored as a
+/// representative), or `None` where the model has none within the horizon.
+fn step(model: &LockModel, options: &SearchOptions, s: &State, a: Action) -> Option<State> {
+    let mut next = model.next_state(s, a)?;
+    if options.pause_placement && model.pause_placement_applies() {
+        model.mark_pause_points(s, a, &mut next);
+    }
+    model.within_boundary(&next).then_some(next)
 }
 
 /// Explore `model` breadth-first; `progress` is called after each level.
@@ -352,8 +373,11 @@ pub fn search(
         let r = options.representative(model, s);
         (r.fingerprint & mask, r.state)
     };
-    // Keyed by fingerprints, which are hashes already: a cheap hasher is enough.
-    let mut visited: FxHashMap<u64, Visit> = FxHashMap::default();
+    // Each state's fingerprint to its parent's (an initial state's to itself), as TLC
+    // keeps them: 16 bytes a state. The step between the two is found again when a trace
+    // is rebuilt ([`rebuild`]). Keyed by fingerprints, which are hashes already: a cheap
+    // hasher is enough.
+    let mut visited: FxHashMap<u64, u64> = FxHashMap::default();
     let mut found: Vec<Option<u64>> = vec![None; Property::ALL.len()];
     let mut first_seconds = None;
     let mut purchased = false;
@@ -373,23 +397,13 @@ pub fn search(
 
     for s in model.init_states() {
         let (fp, s) = canon(s);
-        if visited
-            .insert(
-                fp,
-                Visit {
-                    parent: fp,
-                    action: None,
-                },
-            )
-            .is_none()
-        {
+        if visited.insert(fp, fp).is_none() {
             check(&s, fp, &mut found, &mut purchased);
             frontier.push((fp, s));
         }
     }
 
     let threads = options.threads.max(1);
-    let pause_placement = options.pause_placement && model.pause_placement_applies();
     let mut depth = 0;
     let mut complete = true;
     while !frontier.is_empty() {
@@ -407,7 +421,7 @@ pub fn search(
         // earlier block of this one) or twice in their own chunk, so that only
         // candidates for the next level are kept in memory. Blocks and chunks are merged
         // in frontier order: the first discovery of a state is the same as in one pass.
-        let expand = |chunk: &[(u64, State)], visited_before: &FxHashMap<u64, Visit>| {
+        let expand = |chunk: &[(u64, State)], visited_before: &FxHashMap<u64, u64>| {
             let mut out = Vec::new();
             let mut seen = FxHashSet::default();
             let mut generated = 0u64;
@@ -415,35 +429,22 @@ pub fn search(
             let mut actions = Vec::new();
             for (parent, s) in chunk {
                 let parent = *parent;
-                actions.clear();
-                model.actions(s, &mut actions);
-                if pause_placement {
-                    model.place_pauses(s, &mut actions);
-                }
-                if options.partial_order {
-                    model.reduce_to_ample(s, &mut actions);
-                }
+                offered(model, options, s, &mut actions);
                 for &a in &actions {
-                    let Some(mut next) = model.next_state(s, a) else {
+                    let Some(next) = step(model, options, s, a) else {
                         continue;
                     };
-                    if pause_placement {
-                        model.mark_pause_points(s, a, &mut next);
-                    }
-                    if !model.within_boundary(&next) {
-                        continue;
-                    }
                     generated += 1;
                     coverage.record(model, s, a);
                     let (fp, next) = canon(next);
                     if !visited_before.contains_key(&fp) && seen.insert(fp) {
-                        out.push((fp, parent, a, next));
+                        out.push((fp, parent, next));
                     }
                 }
             }
             (generated, coverage, out)
         };
-        type Batch = (u64, Coverage, Vec<(u64, u64, Action, State)>);
+        type Batch = (u64, Coverage, Vec<(u64, u64, State)>);
         let mut next_frontier = Vec::new();
         let mut rest = std::mem::take(&mut frontier).into_iter();
         loop {
@@ -473,12 +474,9 @@ pub fn search(
             for (generated, covered, batch) in batches {
                 states += generated;
                 coverage.merge(&covered);
-                for (fp, parent, action, s) in batch {
+                for (fp, parent, s) in batch {
                     if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
-                        v.insert(Visit {
-                            parent,
-                            action: Some(action),
-                        });
+                        v.insert(parent);
                         check(&s, fp, &mut found, &mut purchased);
                         next_frontier.push((fp, s));
                     }
@@ -494,19 +492,16 @@ pub fn search(
         });
     }
 
-    let path_to = |fp: u64| -> Vec<Action> {
-        let mut actions = Vec::new();
+    // The fingerprints from an initial state to `fp`.
+    let chain_to = |fp: u64| -> Vec<u64> {
+        let mut chain = vec![fp];
         let mut at = fp;
-        while let Some(Visit {
-            parent,
-            action: Some(a),
-        }) = visited.get(&at)
-        {
-            actions.push(*a);
-            at = *parent;
+        while let Some(&parent) = visited.get(&at).filter(|&&p| p != at) {
+            chain.push(parent);
+            at = parent;
         }
-        actions.reverse();
-        actions
+        chain.reverse();
+        chain
     };
     let mut unverified = Vec::new();
     let counterexamples = Property::ALL
@@ -514,14 +509,9 @@ pub fn search(
         .zip(&found)
         .map(|(p, fp)| {
             let path = fp.and_then(|fp| {
-                let steps = path_to(fp);
-                if options.symmetry {
-                    concretize(model, options, &steps)
-                        .map_err(|e| unverified.push((*p, e)))
-                        .ok()
-                } else {
-                    Some(steps)
-                }
+                rebuild(model, options, mask, &chain_to(fp))
+                    .map_err(|e| unverified.push((*p, e)))
+                    .ok()
             });
             (*p, path)
         })
@@ -544,38 +534,40 @@ pub fn search(
     result
 }
 
-/// Map a path found between representative states to the same path for the concrete
-/// clients and masters. Each step is replayed on the representative it was found from
-/// (stored as `options` store states); the renamings to the next representative are
-/// composed, so that each action can be renamed back to the names of the initial state.
-/// A step that does not apply to its representative (a path that is not a behaviour) is
+/// The steps of the concrete clients and masters that pass through the stored states
+/// `chain` (fingerprints, an initial state's first, as masked by `mask`). The visited set
+/// keeps no steps, only parents: from each representative the search's steps are taken
+/// again until one reaches the next fingerprint; the renamings to the representatives
+/// are composed, so that each step is renamed back to the names of the initial state.
+/// No step reaching the next fingerprint (which a fingerprint collision could cause) is
 /// an error.
-pub fn concretize(
+fn rebuild(
     model: &LockModel,
     options: &SearchOptions,
-    steps: &[Action],
+    mask: u64,
+    chain: &[u64],
 ) -> Result<Vec<Action>, PathError> {
-    let first = options.representative(model, model.init_states().remove(0));
+    let first = model
+        .init_states()
+        .into_iter()
+        .map(|s| options.representative(model, s))
+        .find(|r| Some(&(r.fingerprint & mask)) == chain.first())
+        .ok_or(PathError::Lost { step: 0 })?;
     let mut state = first.state;
     // Names of the current representative -> names of the concrete run.
     let mut to_concrete = first.renaming.inverse();
-    let mut out = Vec::with_capacity(steps.len());
-    let mut offered = Vec::new();
-    for (k, &a) in steps.iter().enumerate() {
+    let mut out = Vec::with_capacity(chain.len());
+    let mut actions = Vec::new();
+    for (k, &target) in chain.iter().enumerate().skip(1) {
+        offered(model, options, &state, &mut actions);
+        let (a, r) = actions
+            .iter()
+            .find_map(|&a| {
+                let r = options.representative(model, step(model, options, &state, a)?);
+                (r.fingerprint & mask == target).then_some((a, r))
+            })
+            .ok_or(PathError::Lost { step: k })?;
         out.push(to_concrete.action(a));
-        offered.clear();
-        model.actions(&state, &mut offered);
-        if !offered.contains(&a) {
-            return Err(PathError::NotEnabled {
-                step: k + 1,
-                action: a,
-            });
-        }
-        let next = model.next_state(&state, a).ok_or(PathError::NoSuccessor {
-            step: k + 1,
-            action: a,
-        })?;
-        let r = options.representative(model, next);
         to_concrete = r.renaming.inverse().then(&to_concrete);
         state = r.state;
     }
