@@ -7,7 +7,7 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use locklab_model::model::LockModel;
 use locklab_model::scenario::Scenario;
-use locklab_model::search::{search, SearchOptions, Strategy};
+use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::walk::{random_walks, WalkOptions};
 
 use crate::cli::SearchArgs;
@@ -23,14 +23,19 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
     } else {
         SearchOptions::default()
     };
-    SearchOptions {
-        symmetry: base.symmetry && !args.no_symmetry,
-        partial_order: base.partial_order && !args.no_partial_order,
-        pause_placement: base.pause_placement && !args.no_pause_placement,
-        threads,
-        max_depth: args.max_depth,
-        ..base
-    }
+    let switched_off = [
+        (args.no_symmetry, Reduction::Symmetry),
+        (args.no_partial_order, Reduction::PartialOrder),
+        (args.no_pause_placement, Reduction::PausePlacement),
+    ];
+    switched_off.into_iter().filter(|(off, _)| *off).fold(
+        SearchOptions {
+            threads,
+            max_depth: args.max_depth,
+            ..base
+        },
+        |options, (_, r)| options.without(r),
+    )
 }
 
 /// Progress on stderr: an animated line per scenario on a terminal, else one plain line

@@ -332,7 +332,7 @@ pub fn levels(model: &LockModel, depth: usize) -> Vec<Vec<State>> {
 
 /// A client, master or node index as the `Action` enum stores it. Indexes are bounded by
 /// the scenario caps (`MAX_CLIENTS`, `MAX_MASTERS`, `MAX_REPLICAS`), far below 256.
-fn client_index(i: usize) -> u8 {
+pub(crate) fn client_index(i: usize) -> u8 {
     u8::try_from(i).expect("indexes are bounded by the scenario caps")
 }
 
@@ -545,7 +545,7 @@ impl LockModel {
 
     /// Whether client `i`'s request on slot `m` can reach its node: the node is up, the
     /// link is not cut, and no split brain puts the node on the other side.
-    fn reachable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
+    pub(crate) fn reachable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
         let c = &s.clients[i];
         let split_off = s.split.as_ref().is_some_and(|sp| {
             sp.slot as usize == m && (f.node == sp.old) != (sp.moved & (1 << i) == 0)

@@ -1,5 +1,6 @@
 //! Partial-order reduction: the answers a Redlock fan-out only records are read in one
-//! order.
+//! order, and overdue requests reach their masters before anything that cannot touch
+//! them.
 //!
 //! A Redlock client sends its command to every master and decides only when the last
 //! one has answered. Every earlier answer is just recorded: its machine sends nothing,
@@ -39,15 +40,62 @@
 //!   is reachable at all. (C3)
 //! - The set is empty only when nothing is offered. (C0)
 //!
+//! **Deliveries.** Where no such read is offered, the orders in which requests reach
+//! the masters make the rest of the space. A delivery (`Deliver`) depends on the tick
+//! (the command reads the master's clock), on another client's delivery to the same
+//! master (who wins it), on that node's faults (restart, clock jump, drift step) and on
+//! a cut of its link; with none of the faults left in the budget, nor a lost reply,
+//! partition, replica or split brain (as for the reads), the search takes alone a set
+//! `D` of deliveries ([`LockModel::deliveries_alone`]), built from a master `m` that
+//! has an *overdue* request (one that has waited `max_step_delay` ticks: the tick is
+//! not offered until it is delivered). `D` is every client's request to every master
+//! of a set `M`, which starts as `{m}`; for each master `j` of `M`, a client with no
+//! request to `j` still to deliver must not be able to send one by steps outside `D`:
+//!
+//! - it sends nothing before the next tick: finished, crashed, no attempt left,
+//!   waiting to retry, or holding the lock with its release behind work that only
+//!   ticks advance; or
+//! - every answer it waits for is on its way back, and once it has read them it sends
+//!   nothing before the next tick (its machine decides on their set, at this clock,
+//!   since the tick waits: the reads are taken on a copy to see); or
+//! - its machine is in the middle of an operation and waits for a master `k` whose
+//!   request is still to be delivered: it sends again only once that answer has been
+//!   read, so `k` joins `M`.
+//!
+//! Otherwise no set is taken, and of the sets the overdue masters give, the smallest.
+//! Why it keeps every verdict, in the terms above:
+//!
+//! - **Nothing outside `D` depends on `D` before a step of `D` (C1).** The tick is not
+//!   offered while `D`'s overdue request waits; no fault can touch a master of `M`;
+//!   other deliveries go to other masters; and by the construction no client can put a
+//!   request to a master of `M` ahead of `D`'s. Every other step (reads, a client's own
+//!   steps, pauses, resumes, crashes, which leave a request on the wire) commutes with
+//!   a delivery. So a run that reaches a broken state takes its first step of `D`
+//!   after steps that commute with it, and moves it to the front; a run that takes none
+//!   ends in a state the same but for a delivery, which breaks the same properties.
+//! - **`D` is invisible (C2).** A Redlock delivery runs `SET NX PX`, or the
+//!   compare-and-delete or compare-and-pexpire script on the client's own token: it
+//!   never overwrites or deletes another client's entry, every entry it writes expires,
+//!   and Redlock never renews, so no entry is orphaned before or after; phases and the
+//!   stock stay as they are (`model/tests/reductions.rs` checks this on the reachable
+//!   states of the three-master scenarios).
+//! - No cycle (C3) and a non-empty set (C0) as above.
+//!
+//! Pause placement ([`crate::pause_placement`]) keeps every resume on offer after a
+//! delivery, as after a recorded answer: a delivery reads nothing of a pause.
+//!
 //! So every verdict is the unreduced search's, and every counterexample found is a real
-//! run of the model (it is re-checked, [`crate::recheck`]). Reading an answer first can
-//! in principle make a counterexample longer than the shortest one, when the violation
-//! did not need that answer; `model/tests/reductions.rs` compares verdicts,
-//! counterexample lengths and coverage with the unreduced search on every scenario the
-//! reduction acts on.
+//! run of the model (it is re-checked, [`crate::recheck`]). Reading an answer or taking
+//! a delivery first can in principle make a counterexample longer than the shortest
+//! one, when the violation did not need that step; `model/tests/reductions.rs` compares
+//! verdicts, counterexample lengths and coverage with the unreduced search on every
+//! scenario the reduction acts on.
 
-use crate::model::{Action, LockModel};
-use crate::state::State;
+use stateright::Model;
+
+use crate::client::Op;
+use crate::model::{client_index, Action, LockModel};
+use crate::state::{Client, Phase, State};
 
 impl LockModel {
     /// Whether the reduction can act on this model: only a Redlock machine's answers
@@ -71,7 +119,150 @@ impl LockModel {
         if let Some(a) = ample {
             out.clear();
             out.push(a);
+            return;
         }
+        if let Some(set) = self.deliveries_alone(s) {
+            let offered = out.len();
+            out.retain(|a| set.contains(a));
+            assert_eq!(out.len(), set.len(), "deliveries taken alone are offered");
+            debug_assert!(out.len() <= offered);
+        }
+    }
+
+    /// The deliveries the search takes alone from `s`, if any (see the module
+    /// documentation, "Deliveries"): every request to a set of masters closed under
+    /// what could reach them first, one of them overdue, so that the tick waits for it.
+    pub fn deliveries_alone(&self, s: &State) -> Option<Vec<Action>> {
+        if !self.partial_order_applies()
+            || self.could_interfere_with_reads(s)
+            || self.node_faults_left(s)
+        {
+            return None;
+        }
+        let limit = self.scenario.timing.max_step_delay;
+        (0..s.nodes.len())
+            .filter_map(|m| {
+                let overdue = s.clients.iter().enumerate().any(|(i, c)| {
+                    c.flights[m].as_ref().is_some_and(|f| {
+                        f.held.is_none() && u32::from(f.age) >= limit && self.reachable(s, i, f, m)
+                    })
+                });
+                overdue.then(|| self.deliveries_closed(s, m)).flatten()
+            })
+            .min_by_key(Vec::len)
+    }
+
+    /// The deliveries to master `m` and to every master they depend on: each client's
+    /// request there, if it has one; a client with none there (or whose reply from
+    /// there is on its way back) either sends nothing before the next tick, or is in
+    /// the middle of an operation with a request still to deliver to some master `k`,
+    /// whose answer it needs before it can send again, so `k` joins the set. `None`
+    /// when a client could send to a master of the set by steps outside it.
+    fn deliveries_closed(&self, s: &State, m: usize) -> Option<Vec<Action>> {
+        let mut masters: u32 = 1 << m;
+        let mut todo = vec![m];
+        let mut set = Vec::new();
+        while let Some(j) = todo.pop() {
+            for (i, c) in s.clients.iter().enumerate() {
+                let undelivered = |k: usize| {
+                    c.flights[k]
+                        .as_ref()
+                        .is_some_and(|f| f.held.is_none() && self.reachable(s, i, f, k))
+                };
+                match &c.flights[j] {
+                    Some(f) if f.held.is_none() => {
+                        if !self.reachable(s, i, f, j) {
+                            return None;
+                        }
+                        set.push(Action::Deliver(client_index(i), client_index(j)));
+                    }
+                    slot => {
+                        if slot.is_none() && self.sends_nothing_before_tick(c) {
+                            continue;
+                        }
+                        // A busy machine sends only when an answer decides its operation,
+                        // and that takes every master it waits for, `k` among them.
+                        if !c.machine.busy() {
+                            return None;
+                        }
+                        let mut waits = (0..s.nodes.len()).filter(|&k| undelivered(k));
+                        let Some(first) = waits.next() else {
+                            // Every answer it waits for is on its way back.
+                            if self.decides_quietly(s, i) {
+                                continue;
+                            }
+                            return None;
+                        };
+                        let k = std::iter::once(first)
+                            .chain(waits)
+                            .find(|&k| masters & (1 << k) != 0)
+                            .unwrap_or(first);
+                        if masters & (1 << k) == 0 {
+                            masters |= 1 << k;
+                            todo.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        Some(set)
+    }
+
+    /// Whether client `i`, once it has read every answer on its way back to it (in any
+    /// order: its machine decides on their set, at this clock, since the tick waits),
+    /// sends nothing before the clock moves.
+    fn decides_quietly(&self, s: &State, i: usize) -> bool {
+        let mut t = s.clone();
+        for k in 0..s.nodes.len() {
+            if t.clients[i].flights[k].is_some() {
+                match self.next_state(&t, Action::Receive(client_index(i), client_index(k))) {
+                    Some(next) => t = next,
+                    None => return false,
+                }
+            }
+        }
+        let c = &t.clients[i];
+        c.flights.iter().all(Option::is_none)
+            && !c.machine.busy()
+            && self.sends_nothing_before_tick(c)
+    }
+
+    /// Whether client `c` cannot send a request before the clock moves: it is finished
+    /// or crashed, has no attempt left or waits to retry, or holds the lock with its
+    /// next request (the release) behind work that only ticks advance.
+    fn sends_nothing_before_tick(&self, c: &Client) -> bool {
+        let work = self.scenario.timing.work;
+        match &c.phase {
+            Phase::Done | Phase::Crashed => true,
+            Phase::Idle => c.attempts == 0 || c.retry_wait,
+            Phase::Critical { pc, read, worked } => {
+                let program = self.client_program();
+                let renewal_due = c.machine.renewing(&self.cfg)
+                    && u64::from(c.since_renew) >= self.cfg.renew_interval();
+                let waits_for_work = match program.op(*pc) {
+                    // A read cannot be refused without a fencing token; the write after
+                    // it waits `work` ticks.
+                    Some(Op::Read) => {
+                        work >= 1 && c.fence.is_none() && program.op(pc + 1) == Some(Op::Write)
+                    }
+                    Some(Op::Write) => read.is_some() && u32::from(*worked) < work,
+                    Some(Op::Reenter | Op::Release) | None => false,
+                };
+                !renewal_due && waits_for_work
+            }
+            Phase::Acquiring | Phase::Waiting { .. } => false,
+        }
+    }
+
+    /// Whether a restart, a clock jump or a drift step of a node may still come: each
+    /// changes what a delivery to that node does.
+    fn node_faults_left(&self, s: &State) -> bool {
+        let f = &self.scenario.faults;
+        u32::from(s.spent.restarts) < f.restarts
+            || u32::from(s.spent.clock_jumps) < f.clock_jumps
+            || s.nodes
+                .iter()
+                .any(|n| u32::from(n.drifted) < self.scenario.timing.node_drift)
     }
 
     /// Whether a step that could change what a read of a reply reads may still come: a

@@ -15,8 +15,9 @@
 //!   is ([`State::pausing`]).
 //! - **`Resume(c)` only just after a tick**: it is offered only while no other step has
 //!   been taken since the last tick ([`State::stepped`]). A reply a Redlock fan-out only
-//!   records ([`crate::partial_order`]) does not count, so that reading it first, alone,
-//!   keeps every resume on offer.
+//!   records and a Redlock request's delivery ([`crate::partial_order`]) do not count,
+//!   so that taking them first, alone, keeps every resume on offer (neither reads
+//!   whether a client is paused).
 //!
 //! **Why every verdict and every shortest counterexample's length is kept.** Take any
 //! run of the model that ends in a state breaking a property. A `Pause(c)` commutes with
@@ -72,6 +73,9 @@ impl LockModel {
         let stepped = match a {
             Action::Tick => false,
             Action::Resume(_) => s.stepped,
+            // A delivery reads nothing of a client's pause, so that the partial order
+            // may take one alone and keep every resume on offer.
+            Action::Deliver(..) if self.partial_order_applies() => s.stepped,
             Action::Receive(c, m) if self.partial_order_applies() => {
                 s.stepped
                     || !s.clients[usize::from(c)]

@@ -93,14 +93,22 @@ impl SearchOptions {
     /// No reduction at all: every interleaving, every state as it is (what the
     /// reductions are tested against).
     pub fn plain() -> Self {
-        SearchOptions {
-            symmetry: false,
-            unread_values: false,
-            token_names: false,
-            partial_order: false,
-            pause_placement: false,
-            ..SearchOptions::default()
-        }
+        Reduction::ALL
+            .into_iter()
+            .fold(SearchOptions::default(), SearchOptions::without)
+    }
+
+    /// The same options with `reduction` switched off (`--no-symmetry` and the like).
+    pub fn without(self, reduction: Reduction) -> Self {
+        let mut options = self;
+        *match reduction {
+            Reduction::UnreadValues => &mut options.unread_values,
+            Reduction::TokenNames => &mut options.token_names,
+            Reduction::Symmetry => &mut options.symmetry,
+            Reduction::PartialOrder => &mut options.partial_order,
+            Reduction::PausePlacement => &mut options.pause_placement,
+        } = false;
+        options
     }
 
     /// The reductions switched on, in [`Reduction::ALL`] order.
@@ -147,8 +155,9 @@ pub enum Reduction {
     /// Clients and interchangeable masters known by their role ([`crate::symmetry`]):
     /// exact.
     Symmetry,
-    /// The answers a Redlock fan-out only records, read in one order
-    /// ([`crate::partial_order`]): keeps verdicts; lengths tested.
+    /// The answers a Redlock fan-out only records, read in one order, and overdue
+    /// deliveries taken first ([`crate::partial_order`]): keeps verdicts; lengths
+    /// tested.
     PartialOrder,
     /// Pauses begin just before a tick and end just after one
     /// ([`crate::pause_placement`]): keeps verdicts and lengths; tested.
