@@ -66,8 +66,9 @@ pub struct SearchArgs {
     /// interchangeable masters).
     #[arg(long)]
     pub no_symmetry: bool,
-    /// Do not take the answers a Redlock fan-out only records in one order (the
-    /// partial-order reduction).
+    /// Do not take the answers a Redlock fan-out only records in one order, nor overdue
+    /// Redlock requests before the steps that cannot touch them (the partial-order
+    /// reduction).
     #[arg(long)]
     pub no_partial_order: bool,
     /// Offer pauses at every step, not only just before a tick (and resumes just after

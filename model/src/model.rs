@@ -10,7 +10,8 @@
 //! running client's timeout fires ([`Action::Timeout`]), also for a command that ran.
 //! A crashed client's requests already sent still reach their nodes; their replies
 //! are read by nobody. Every interleaving is offered; the search
-//! ([`crate::search`]) takes the answers a Redlock fan-out only records in one order
+//! ([`crate::search`]) takes the answers a Redlock fan-out only records in one order,
+//! and overdue Redlock requests before steps that cannot touch them
 //! ([`crate::partial_order`]). Faults are actions the checker may choose at any point
 //! within the budget.
 

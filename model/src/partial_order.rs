@@ -44,13 +44,14 @@
 //! the masters make the rest of the space. A delivery (`Deliver`) depends on the tick
 //! (the command reads the master's clock), on another client's delivery to the same
 //! master (who wins it), on that node's faults (restart, clock jump, drift step) and on
-//! a cut of its link; with none of the faults left in the budget, nor a lost reply,
-//! partition, replica or split brain (as for the reads), the search takes alone a set
-//! `D` of deliveries ([`LockModel::deliveries_alone`]), built from a master `m` that
-//! has an *overdue* request (one that has waited `max_step_delay` ticks: the tick is
-//! not offered until it is delivered). `D` is every client's request to every master
-//! of a set `M`, which starts as `{m}`; for each master `j` of `M`, a client with no
-//! request to `j` still to deliver must not be able to send one by steps outside `D`:
+//! a cut of its link; with no lost reply, partition, replica or split brain left (as
+//! for the reads), the search takes alone a set `D` ([`LockModel::deliveries_alone`]),
+//! built from a master `m` that has an *overdue* request (one that has waited
+//! `max_step_delay` ticks: the tick is not offered until it is delivered). `D` is every
+//! client's request to every master of a set `M`, which starts as `{m}`, and every node
+//! fault the budget still allows at a master of `M`; for each master `j` of `M`, a
+//! client with no request to `j` still to deliver must not be able to send one by steps
+//! outside `D`:
 //!
 //! - it sends nothing before the next tick: finished, crashed, no attempt left,
 //!   waiting to retry, or holding the lock with its release behind work that only
@@ -62,23 +63,29 @@
 //!   request is still to be delivered: it sends again only once that answer has been
 //!   read, so `k` joins `M`.
 //!
-//! Otherwise no set is taken, and of the sets the overdue masters give, the smallest.
+//! Otherwise no set is taken, nor where `D` has a fault and a client is paused (taking
+//! the fault alone would end the resumes pause placement keeps on offer until a step is
+//! taken); of the sets the overdue masters give, the smallest.
 //! Why it keeps every verdict, in the terms above:
 //!
 //! - **Nothing outside `D` depends on `D` before a step of `D` (C1).** The tick is not
-//!   offered while `D`'s overdue request waits; no fault can touch a master of `M`;
-//!   other deliveries go to other masters; and by the construction no client can put a
-//!   request to a master of `M` ahead of `D`'s. Every other step (reads, a client's own
-//!   steps, pauses, resumes, crashes, which leave a request on the wire) commutes with
-//!   a delivery. So a run that reaches a broken state takes its first step of `D`
-//!   after steps that commute with it, and moves it to the front; a run that takes none
-//!   ends in a state the same but for a delivery, which breaks the same properties.
+//!   offered while `D`'s overdue request waits; the faults at masters of `M` are in
+//!   `D`, and those at other masters touch none of `D` (a fault of the same kind
+//!   elsewhere may spend the budget one of `D` needs, but then a run has room for
+//!   both, in either order); other deliveries go to other masters; and by the
+//!   construction no client can put a request to a master of `M` ahead of `D`'s. Every
+//!   other step (reads, a client's own steps, pauses, resumes, crashes, which leave a
+//!   request on the wire) commutes with a delivery and a node fault. So a run that
+//!   reaches a broken state takes its first step of `D` after steps that commute with
+//!   it, and moves it to the front; a run that takes none ends in a state the same but
+//!   for a delivery, which breaks the same properties.
 //! - **`D` is invisible (C2).** A Redlock delivery runs `SET NX PX`, or the
 //!   compare-and-delete or compare-and-pexpire script on the client's own token: it
 //!   never overwrites or deletes another client's entry, every entry it writes expires,
-//!   and Redlock never renews, so no entry is orphaned before or after; phases and the
-//!   stock stay as they are (`model/tests/reductions.rs` checks this on the reachable
-//!   states of the three-master scenarios).
+//!   and Redlock never renews, so no entry is orphaned before or after; a node fault
+//!   only empties or moves a node's clock; phases and the stock stay as they are
+//!   (`model/tests/reductions.rs` checks this on the reachable states of the
+//!   three-master scenarios).
 //! - No cycle (C3) and a non-empty set (C0) as above.
 //!
 //! Pause placement ([`crate::pause_placement`]) keeps every resume on offer after a
@@ -129,14 +136,12 @@ impl LockModel {
         }
     }
 
-    /// The deliveries the search takes alone from `s`, if any (see the module
-    /// documentation, "Deliveries"): every request to a set of masters closed under
-    /// what could reach them first, one of them overdue, so that the tick waits for it.
+    /// The deliveries (and node faults) the search takes alone from `s`, if any (see the
+    /// module documentation, "Deliveries"): every request to a set of masters closed
+    /// under what could reach them first, one of them overdue, so that the tick waits
+    /// for it, and every fault that may still strike those masters.
     pub fn deliveries_alone(&self, s: &State) -> Option<Vec<Action>> {
-        if !self.partial_order_applies()
-            || self.could_interfere_with_reads(s)
-            || self.node_faults_left(s)
-        {
+        if !self.partial_order_applies() || self.could_interfere_with_reads(s) {
             return None;
         }
         let limit = self.scenario.timing.max_step_delay;
@@ -205,7 +210,38 @@ impl LockModel {
                 }
             }
         }
+        // The faults that may still strike a master of the set join it: each changes
+        // what a delivery there does.
+        let faults = self.node_faults(s, masters);
+        if !faults.is_empty() && s.clients.iter().any(|c| c.paused) {
+            // Taking a fault alone would end the resumes pause placement keeps on
+            // offer until a step is taken.
+            return None;
+        }
+        set.extend(faults);
         Some(set)
+    }
+
+    /// The node faults offered at the masters of `masters` (bit per master).
+    fn node_faults(&self, s: &State, masters: u32) -> Vec<Action> {
+        let f = &self.scenario.faults;
+        let mut out = Vec::new();
+        for (j, node) in s.nodes.iter().enumerate() {
+            if masters & (1 << j) == 0 || !node.alive {
+                continue;
+            }
+            let n = client_index(j);
+            if u32::from(s.spent.restarts) < f.restarts {
+                out.push(Action::Restart(n));
+            }
+            if u32::from(s.spent.clock_jumps) < f.clock_jumps {
+                out.push(Action::NodeClockJump(n));
+            }
+            if u32::from(node.drifted) < self.scenario.timing.node_drift {
+                out.push(Action::NodeDrift(n));
+            }
+        }
+        out
     }
 
     /// Whether client `i`, once it has read every answer on its way back to it (in any
@@ -252,17 +288,6 @@ impl LockModel {
             }
             Phase::Acquiring | Phase::Waiting { .. } => false,
         }
-    }
-
-    /// Whether a restart, a clock jump or a drift step of a node may still come: each
-    /// changes what a delivery to that node does.
-    fn node_faults_left(&self, s: &State) -> bool {
-        let f = &self.scenario.faults;
-        u32::from(s.spent.restarts) < f.restarts
-            || u32::from(s.spent.clock_jumps) < f.clock_jumps
-            || s.nodes
-                .iter()
-                .any(|n| u32::from(n.drifted) < self.scenario.timing.node_drift)
     }
 
     /// Whether a step that could change what a read of a reply reads may still come: a

@@ -15,7 +15,8 @@
 //! ([`crate::forget`]), tokens are known by their first appearance rather than their
 //! names ([`crate::tokens`]), and clients (and Redlock's independent masters) by their
 //! role rather than their number ([`crate::symmetry`]). The fourth takes the answers a
-//! Redlock fan-out only records in one order ([`crate::partial_order`]): it keeps every
+//! Redlock fan-out only records in one order, and overdue Redlock requests before the
+//! steps that cannot touch them ([`crate::partial_order`]): it keeps every
 //! verdict, and its counterexample lengths are compared with the unreduced search's by
 //! the tests. The fifth begins pauses only just before a tick and ends them only just
 //! after one ([`crate::pause_placement`]): it keeps verdicts and lengths, also compared
@@ -49,7 +50,8 @@ pub struct SearchOptions {
     pub unread_values: bool,
     /// Know tokens by their first appearance in a state, not by their names.
     pub token_names: bool,
-    /// Take the answers a Redlock fan-out only records in one order.
+    /// Take the answers a Redlock fan-out only records in one order, and overdue Redlock
+    /// requests before the steps that cannot touch them.
     pub partial_order: bool,
     /// Begin pauses just before a tick and end them just after one.
     pub pause_placement: bool,
