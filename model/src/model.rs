@@ -523,16 +523,29 @@ impl LockModel {
                     }
                 }
             }
-            if u32::from(s.spent.restarts) < f.restarts {
-                out.push(Action::Restart(client_index(n)));
-            }
-            if u32::from(s.spent.clock_jumps) < f.clock_jumps {
-                out.push(Action::NodeClockJump(client_index(n)));
-            }
-            if u32::from(node.drifted) < self.scenario.timing.node_drift {
-                out.push(Action::NodeDrift(client_index(n)));
-            }
+            self.node_faults(s, n, out);
         }
+    }
+
+    /// The faults the budget still allows at live node `n`: a restart, a clock jump, a
+    /// drift step.
+    pub(crate) fn node_faults(&self, s: &State, n: usize, out: &mut Vec<Action>) {
+        let f = &self.scenario.faults;
+        if u32::from(s.spent.restarts) < f.restarts {
+            out.push(Action::Restart(client_index(n)));
+        }
+        if u32::from(s.spent.clock_jumps) < f.clock_jumps {
+            out.push(Action::NodeClockJump(client_index(n)));
+        }
+        if u32::from(s.nodes[n].drifted) < self.scenario.timing.node_drift {
+            out.push(Action::NodeDrift(client_index(n)));
+        }
+    }
+
+    /// Whether client `i`'s request or reply on slot `m` has waited `max_step_delay`
+    /// ticks and is due: the tick waits for it.
+    pub(crate) fn overdue(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
+        u32::from(f.age) >= self.scenario.timing.max_step_delay && self.deliverable(s, i, f, m)
     }
 
     /// The node client `i` reaches for master slot `m`: the serving one, except during a
@@ -578,10 +591,10 @@ impl LockModel {
         let overdue_step = (0..s.clients.len())
             .any(|i| u32::from(s.clients[i].waited) >= limit && self.has_pending(s, i));
         let overdue_message = s.clients.iter().enumerate().any(|(i, c)| {
-            c.flights.iter().enumerate().any(|(m, f)| {
-                f.as_ref()
-                    .is_some_and(|f| u32::from(f.age) >= limit && self.deliverable(s, i, f, m))
-            })
+            c.flights
+                .iter()
+                .enumerate()
+                .any(|(m, f)| f.as_ref().is_some_and(|f| self.overdue(s, i, f, m)))
         });
         !overdue_step && !overdue_message
     }

@@ -129,10 +129,8 @@ impl LockModel {
             return;
         }
         if let Some(set) = self.deliveries_alone(s) {
-            let offered = out.len();
             out.retain(|a| set.contains(a));
             assert_eq!(out.len(), set.len(), "deliveries taken alone are offered");
-            debug_assert!(out.len() <= offered);
         }
     }
 
@@ -144,13 +142,12 @@ impl LockModel {
         if !self.partial_order_applies() || self.could_interfere_with_reads(s) {
             return None;
         }
-        let limit = self.scenario.timing.max_step_delay;
         (0..s.nodes.len())
             .filter_map(|m| {
                 let overdue = s.clients.iter().enumerate().any(|(i, c)| {
-                    c.flights[m].as_ref().is_some_and(|f| {
-                        f.held.is_none() && u32::from(f.age) >= limit && self.reachable(s, i, f, m)
-                    })
+                    c.flights[m]
+                        .as_ref()
+                        .is_some_and(|f| f.held.is_none() && self.overdue(s, i, f, m))
                 });
                 overdue.then(|| self.deliveries_closed(s, m)).flatten()
             })
@@ -212,7 +209,7 @@ impl LockModel {
         }
         // The faults that may still strike a master of the set join it: each changes
         // what a delivery there does.
-        let faults = self.node_faults(s, masters);
+        let faults = self.node_faults_at(s, masters);
         if !faults.is_empty() && s.clients.iter().any(|c| c.paused) {
             // Taking a fault alone would end the resumes pause placement keeps on
             // offer until a step is taken.
@@ -223,22 +220,11 @@ impl LockModel {
     }
 
     /// The node faults offered at the masters of `masters` (bit per master).
-    fn node_faults(&self, s: &State, masters: u32) -> Vec<Action> {
-        let f = &self.scenario.faults;
+    fn node_faults_at(&self, s: &State, masters: u32) -> Vec<Action> {
         let mut out = Vec::new();
         for (j, node) in s.nodes.iter().enumerate() {
-            if masters & (1 << j) == 0 || !node.alive {
-                continue;
-            }
-            let n = client_index(j);
-            if u32::from(s.spent.restarts) < f.restarts {
-                out.push(Action::Restart(n));
-            }
-            if u32::from(s.spent.clock_jumps) < f.clock_jumps {
-                out.push(Action::NodeClockJump(n));
-            }
-            if u32::from(node.drifted) < self.scenario.timing.node_drift {
-                out.push(Action::NodeDrift(n));
+            if masters & (1 << j) != 0 && node.alive {
+                self.node_faults(s, j, &mut out);
             }
         }
         out
