@@ -642,6 +642,15 @@ impl LockMachine {
         }
     }
 
+    /// Whether swapping nodes `a` and `b` ([`LockMachine::permute_nodes`] with the two
+    /// exchanged) leaves the machine as it is. A single-node design has one node.
+    pub fn swap_keeps(&self, a: usize, b: usize) -> bool {
+        match &self.core {
+            Core::Redlock(r) => r.swap_keeps(a, b),
+            _ => a == b,
+        }
+    }
+
     /// Zero the times the machine keeps only to report them (a grant's lease end; the
     /// start of an operation when only the lease end it reports is computed from it),
     /// which no later call reads. Two machines that differ only there answer every later

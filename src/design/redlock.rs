@@ -113,6 +113,24 @@ impl Redlock {
         }
     }
 
+    /// Whether renaming master `a` to `b` and `b` to `a` leaves this machine as it is:
+    /// its bookkeeping has both in every set or neither. (The same answer as permuting
+    /// a copy and comparing, without the copy: symmetry asks this for every pair of
+    /// alike masters of every state.)
+    pub fn swap_keeps(&self, a: usize, b: usize) -> bool {
+        let alike = |set: Nodes| (set >> a) & 1 == (set >> b) & 1;
+        match &self.phase {
+            Phase::Idle | Phase::Held(_) => true,
+            Phase::Acquiring {
+                pending, granted, ..
+            } => alike(*pending) && alike(*granted),
+            Phase::Releasing { pending, .. } => alike(*pending),
+            Phase::Extending {
+                pending, extended, ..
+            } => alike(*pending) && alike(*extended),
+        }
+    }
+
     /// Zero the lease end of a held or released grant (see
     /// [`crate::LockMachine::forget_reported_times`]). The start of an acquire or an
     /// extension stays: the validity check reads it.
@@ -343,5 +361,46 @@ mod tests {
         c.permute_nodes(&[1, 2, 0]);
         a.permute_nodes(&[0, 1, 2]);
         assert_eq!(a, c);
+    }
+
+    /// `swap_keeps` answers what swapping two masters in a copy and comparing answers,
+    /// in every phase, for every pair.
+    #[test]
+    fn swap_keeps_is_swap_and_compare() {
+        let mut cfg = LockConfig::new(DesignId::Redlock, "k", 100);
+        cfg.masters = 4;
+        let mut machines = vec![Redlock::new(4)];
+        let mut m = Redlock::new(4);
+        m.acquire(&cfg, 0, "t1");
+        machines.push(m.clone());
+        m.on_answer(&cfg, 0, Ok(Reply::Ok), 1);
+        machines.push(m.clone());
+        m.on_answer(&cfg, 2, Ok(Reply::Nil), 1);
+        machines.push(m.clone());
+        m.on_answer(&cfg, 1, Ok(Reply::Ok), 1);
+        m.on_answer(&cfg, 3, Ok(Reply::Ok), 1);
+        assert!(matches!(m.phase, Phase::Held(_)));
+        machines.push(m.clone());
+        let mut extending = m.clone();
+        extending.renew(&cfg, 2);
+        extending.on_answer(&cfg, 3, Ok(Reply::Int(1)), 2);
+        machines.push(extending);
+        m.release(&cfg, 3);
+        m.on_answer(&cfg, 1, Ok(Reply::Int(1)), 3);
+        machines.push(m);
+        let mut differ = 0;
+        for m in &machines {
+            for a in 0..4 {
+                for b in 0..4 {
+                    let mut perm: Vec<usize> = (0..4).collect();
+                    perm.swap(a, b);
+                    let mut swapped = m.clone();
+                    swapped.permute_nodes(&perm);
+                    assert_eq!(m.swap_keeps(a, b), swapped == *m, "{m:?} {a} {b}");
+                    differ += usize::from(!m.swap_keeps(a, b));
+                }
+            }
+        }
+        assert!(differ > 10, "{differ} pairs told apart");
     }
 }
