@@ -8,7 +8,8 @@
 //! property ([`search`]), re-checked against the model ([`recheck`]); seeded random
 //! walks ([`walk`]) for spaces beyond exhaustive reach. Scripts of custom locks run in
 //! an embedded Lua 5.1 ([`lua`]) whose `redis.call` reaches the abstract Redis by
-//! command name ([`call`]).
+//! command name ([`call`]); runs of locklab's own scripts are remembered per thread
+//! (`script_memo`).
 
 pub mod call;
 pub mod client;
@@ -20,6 +21,7 @@ pub mod pause_placement;
 pub mod recheck;
 pub mod redis;
 pub mod scenario;
+mod script_memo;
 pub mod search;
 pub mod state;
 pub mod symmetry;

@@ -85,6 +85,11 @@ pub fn recording<T>(f: impl FnOnce() -> T) -> (T, Vec<ScriptCall>) {
     (result, calls.unwrap_or_default())
 }
 
+/// Whether [`recording`] is running on this thread.
+pub(crate) fn is_recording() -> bool {
+    RECORDING.with_borrow(Option::is_some)
+}
+
 /// A Lua syntax error: the line inside the script and Lua's message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SyntaxError {

@@ -94,6 +94,25 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// The data, as the commands so far left it.
+    pub(crate) fn data(&self) -> &Data {
+        self.data
+    }
+
+    pub(crate) fn data_mut(&mut self) -> &mut Data {
+        self.data
+    }
+
+    /// The node's clock.
+    pub(crate) fn clock(&self) -> i64 {
+        self.clock
+    }
+
+    /// The client the commands run for.
+    pub(crate) fn client(&self) -> u8 {
+        self.client
+    }
+
     /// The node clock `ms` ticks from now (saturating: a lease that never ends).
     pub(crate) fn deadline(&self, ms: u64) -> i64 {
         self.clock
@@ -221,7 +240,7 @@ impl<'a> Exec<'a> {
                 Ok(Reply::Int(n))
             })),
             Command::Eval { script, keys, args } => {
-                crate::lua::eval(self, script.lua(), keys, args)
+                crate::script_memo::eval(self, script, keys, args)
             }
             // WAIT is answered by the model, which knows the replicas.
             Command::Wait { .. } => Reply::Int(0),
