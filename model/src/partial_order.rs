@@ -187,19 +187,20 @@ impl LockModel {
                         if !c.machine.busy() {
                             return None;
                         }
-                        let mut waits = (0..s.nodes.len()).filter(|&k| undelivered(k));
-                        let Some(first) = waits.next() else {
+                        let waits: u32 = (0..s.nodes.len())
+                            .filter(|&k| undelivered(k))
+                            .fold(0, |set, k| set | 1 << k);
+                        if waits == 0 {
                             // Every answer it waits for is on its way back.
                             if self.decides_quietly(s, i) {
                                 continue;
                             }
                             return None;
-                        };
-                        let k = std::iter::once(first)
-                            .chain(waits)
-                            .find(|&k| masters & (1 << k) != 0)
-                            .unwrap_or(first);
-                        if masters & (1 << k) == 0 {
+                        }
+                        // One master it waits for is enough: one already in the set,
+                        // else the first, which joins it.
+                        if waits & masters == 0 {
+                            let k = waits.trailing_zeros() as usize;
                             masters |= 1 << k;
                             todo.push(k);
                         }
