@@ -60,6 +60,7 @@ impl Cause {
             | A::Deliver(..)
             | A::Receive(..)
             | A::Timeout(..)
+            | A::DeliverLate(..)
             | A::Renew(_)
             | A::Read(_)
             | A::Write(_)

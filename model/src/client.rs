@@ -85,6 +85,20 @@ pub struct Flight {
     pub age: u8,
 }
 
+/// A request its client gave up on while it was still on the wire: the client timed
+/// out (its link was cut) and went on, but the bytes were already in the socket, and
+/// TCP delivers them once the link heals. The node executes it then, and nobody reads
+/// the reply. A request to a node that died or restarted meanwhile is lost with the
+/// connection.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Stray {
+    /// The master slot it was sent on.
+    pub slot: u8,
+    /// The request (never executed: `held` is `None`) and its age since it became
+    /// deliverable again.
+    pub flight: Flight,
+}
+
 /// What a machine outcome meant for the client's life (the history records it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Change {

@@ -48,6 +48,9 @@ impl LockModel {
             for f in c.flights.iter_mut().flatten() {
                 f.age = f.age.min(limit);
             }
+            for st in &mut c.strays {
+                st.flight.age = st.flight.age.min(limit);
+            }
             c.waited = c.waited.min(limit);
             c.machine.forget_reported_times();
             if !c.holding() {
@@ -61,11 +64,14 @@ impl LockModel {
                 c.attempts = 0;
                 c.waited = 0;
                 // What it has on the wire still reads its machine (a crashed stealer's
-                // GETSET wins or loses by it), its clock and its links.
+                // GETSET wins or loses by it), its clock and its links; a request it gave
+                // up on reads only its links.
                 if c.flights.iter().all(Option::is_none) {
                     c.machine.reset(&self.cfg);
                     c.offset = 0;
-                    c.cut = 0;
+                    if c.strays.is_empty() {
+                        c.cut = 0;
+                    }
                 }
             }
         }

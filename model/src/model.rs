@@ -23,7 +23,7 @@ pub use crate::client::Op;
 use crate::client::{Change, Program};
 use crate::redis::Exec;
 use crate::scenario::{Arrival, Promotion, Property, Scenario};
-use crate::state::{Client, Flight, Node, Phase, Spent, Split, State};
+use crate::state::{Client, Flight, Node, Phase, Spent, Split, State, Stray};
 
 /// The stock every scenario starts with.
 pub const INITIAL_STOCK: i64 = 10;
@@ -44,8 +44,12 @@ pub enum Action {
     Deliver(u8, u8),
     /// The reply reaches the (running) client.
     Receive(u8, u8),
-    /// The request gets no answer (link cut, node down): the client's timeout fires.
+    /// The request gets no answer (link cut, node down): the client's timeout fires. A
+    /// request cut off by its link stays on the wire ([`Stray`]).
     Timeout(u8, u8),
+    /// The client's `k`-th request it gave up on (a [`Stray`]) reaches its node once the
+    /// link works again, and runs; nobody reads the reply.
+    DeliverLate(u8, u8),
     /// The watchdog renews the lease.
     Renew(u8),
     /// Critical section: read the stock (with the fencing token, if any).
@@ -100,6 +104,7 @@ impl Action {
             | Deliver(c, _)
             | Receive(c, _)
             | Timeout(c, _)
+            | DeliverLate(c, _)
             | Renew(c)
             | Read(c)
             | Write(c)
@@ -128,6 +133,8 @@ impl Action {
             Deliver(x, m) => Deliver(c(x), n(m)),
             Receive(x, m) => Receive(c(x), n(m)),
             Timeout(x, m) => Timeout(c(x), n(m)),
+            // A stray keeps its place in its client's list; its slot is in the state.
+            DeliverLate(x, k) => DeliverLate(c(x), k),
             Renew(x) => Renew(c(x)),
             Read(x) => Read(c(x)),
             Write(x) => Write(c(x)),
@@ -259,6 +266,12 @@ impl std::fmt::Display for Action {
             Deliver(x, m) => write!(f, "{} request to master{} executed", c(x), m + 1),
             Receive(x, m) => write!(f, "{} receives the reply from master{}", c(x), m + 1),
             Timeout(x, m) => write!(f, "{} request to master{} times out", c(x), m + 1),
+            DeliverLate(x, k) => write!(
+                f,
+                "{} request given up on (#{}) reaches its node and runs; nobody reads the reply",
+                c(x),
+                k + 1
+            ),
             Renew(x) => write!(f, "{} watchdog renews", c(x)),
             Read(x) => write!(f, "{} reads stock", c(x)),
             Write(x) => write!(f, "{} writes stock", c(x)),
@@ -420,6 +433,12 @@ impl LockModel {
                 _ => {}
             }
         }
+        // What it gave up on still reaches its node, whatever the client does now.
+        for (k, st) in c.strays.iter().enumerate() {
+            if self.reachable(s, i, &st.flight, usize::from(st.slot)) {
+                out.push(Action::DeliverLate(ci, client_index(k)));
+            }
+        }
         if !c.running() {
             return;
         }
@@ -468,6 +487,15 @@ impl LockModel {
             let c = &s.clients[i];
             let ci = client_index(i);
             if c.phase == Phase::Crashed || c.phase == Phase::Done {
+                // The network heals whether or not the client still runs: what it left
+                // on the wire then arrives.
+                if !c.strays.is_empty() || c.flights.iter().any(Option::is_some) {
+                    for m in (0..self.masters()).map(client_index) {
+                        if c.cut & (1 << m) != 0 {
+                            out.push(Action::Heal(ci, m));
+                        }
+                    }
+                }
                 continue;
             }
             if c.paused {
@@ -548,6 +576,25 @@ impl LockModel {
         u32::from(f.age) >= self.scenario.timing.max_step_delay && self.deliverable(s, i, f, m)
     }
 
+    /// Whether client `i`'s request given up on has been deliverable for
+    /// `max_step_delay` ticks: the tick waits for it.
+    pub(crate) fn stray_overdue(&self, s: &State, i: usize, st: &Stray) -> bool {
+        u32::from(st.flight.age) >= self.scenario.timing.max_step_delay
+            && self.reachable(s, i, &st.flight, usize::from(st.slot))
+    }
+
+    /// Whether a request of client `i` on slot `m` that got no answer stays on the wire:
+    /// its link is cut, but the node it was sent to is up and on the client's side of
+    /// any split brain, so TCP delivers it once the link heals. A request to a dead node,
+    /// or across a split brain that lasts to the horizon, never arrives.
+    fn strands(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
+        let cut = s.clients[i].cut & (1 << m) != 0;
+        let split_off = s.split.as_ref().is_some_and(|sp| {
+            sp.slot as usize == m && (f.node == sp.old) != (sp.moved & (1 << i) == 0)
+        });
+        f.held.is_none() && cut && !split_off && s.nodes[f.node as usize].alive
+    }
+
     /// The node client `i` reaches for master slot `m`: the serving one, except during a
     /// split brain, where a client that has not learnt the new master reaches the old.
     fn route(&self, s: &State, i: usize, m: usize) -> u8 {
@@ -595,6 +642,7 @@ impl LockModel {
                 .iter()
                 .enumerate()
                 .any(|(m, f)| f.as_ref().is_some_and(|f| self.overdue(s, i, f, m)))
+                || c.strays.iter().any(|st| self.stray_overdue(s, i, st))
         });
         !overdue_step && !overdue_message
     }
@@ -615,10 +663,26 @@ impl LockModel {
                     .collect()
             })
             .collect();
-        for (c, due) in s.clients.iter_mut().zip(due) {
+        let strays_due: Vec<Vec<bool>> = s
+            .clients
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.strays
+                    .iter()
+                    .map(|st| self.reachable(s, i, &st.flight, usize::from(st.slot)))
+                    .collect()
+            })
+            .collect();
+        for ((c, due), strays_due) in s.clients.iter_mut().zip(due).zip(strays_due) {
             for (f, due) in c.flights.iter_mut().zip(due) {
                 if let (Some(f), true) = (f, due) {
                     f.age = f.age.saturating_add(1);
+                }
+            }
+            for (st, due) in c.strays.iter_mut().zip(strays_due) {
+                if due {
+                    st.flight.age = st.flight.age.saturating_add(1);
                 }
             }
         }
@@ -688,7 +752,18 @@ impl LockModel {
     /// seeds' owner problems are a release that deletes another's lock, a losing
     /// stealer's GETSET and a renewal of a lock that is no longer ours, not the write
     /// that takes the lock (which `mutual_exclusion` judges).
-    fn execute(&self, s: &mut State, i: usize, m: usize, node: usize, command: &Command) -> Reply {
+    ///
+    /// A request its client gave up on (`late`) is no acquire of its client's machine,
+    /// which waits for it no more: whatever it overwrites is displaced.
+    fn execute(
+        &self,
+        s: &mut State,
+        i: usize,
+        m: usize,
+        node: usize,
+        command: &Command,
+        late: bool,
+    ) -> Reply {
         if let Command::Wait { .. } = command {
             let data = &s.nodes[node].data;
             let acks = s
@@ -703,7 +778,8 @@ impl LockModel {
         let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i));
         let reply = exec.run(command);
         let mut displaced = std::mem::take(&mut exec.effect.displaced);
-        if matches!(command, Command::GetSet { .. } | Command::SetPx { .. })
+        if !late
+            && matches!(command, Command::GetSet { .. } | Command::SetPx { .. })
             && self.wins_with(s, i, m, &reply)
         {
             displaced.clear();
@@ -742,6 +818,27 @@ impl LockModel {
     /// Whether nodes count replication offsets (only the promotion rule reads them).
     fn counts_offsets(&self) -> bool {
         self.scenario.topology.promotion == Promotion::MostAdvanced
+    }
+
+    /// Client `c`'s `k`-th request given up on reaches its node and runs; the reply is
+    /// read by nobody and returned for the trace. `None` when it cannot arrive now.
+    pub fn deliver_late(&self, s: &mut State, c: u8, k: u8) -> Option<Reply> {
+        let i = usize::from(c);
+        let st = s.clients[i].strays.get(usize::from(k))?;
+        if !self.reachable(s, i, &st.flight, usize::from(st.slot)) {
+            return None;
+        }
+        let st = s.clients[i].strays.remove(usize::from(k));
+        let (m, node) = (usize::from(st.slot), usize::from(st.flight.node));
+        Some(self.execute(s, i, m, node, &st.flight.command, true))
+    }
+
+    /// A node that died or restarted drops its connections: the requests given up on
+    /// that were on their way to it never arrive.
+    fn drop_strays_to(s: &mut State, node: u8) {
+        for c in &mut s.clients {
+            c.strays.retain(|st| st.flight.node != node);
+        }
     }
 
     fn new_token(s: &mut State) -> String {
@@ -858,6 +955,7 @@ impl Model for LockModel {
             fence: None,
             flights: vec![None; masters],
             cut: 0,
+            strays: Vec::new(),
         };
         vec![State {
             now: 0,
@@ -911,7 +1009,7 @@ impl Model for LockModel {
                 if f.held.is_some() {
                     return None;
                 }
-                let reply = self.execute(&mut s, i, m, f.node as usize, &f.command);
+                let reply = self.execute(&mut s, i, m, f.node as usize, &f.command, false);
                 // The reply starts its own leg back to the client (if it still lives).
                 s.clients[i].flights[m] =
                     (s.clients[i].phase != Phase::Crashed).then_some(Flight {
@@ -928,7 +1026,22 @@ impl Model for LockModel {
                 self.answer(&mut s, c as usize, m as usize, Ok(reply));
             }
             Action::Timeout(c, m) => {
-                self.answer(&mut s, c as usize, m as usize, Err(NoAnswer));
+                let (i, m) = (c as usize, m as usize);
+                let f = s.clients[i].flights[m].as_ref()?;
+                if self.strands(&s, i, f, m) {
+                    let stray = Stray {
+                        slot: client_index(m),
+                        flight: Flight {
+                            age: 0,
+                            ..f.clone()
+                        },
+                    };
+                    s.clients[i].strays.push(stray);
+                }
+                self.answer(&mut s, i, m, Err(NoAnswer));
+            }
+            Action::DeliverLate(c, k) => {
+                self.deliver_late(&mut s, c, k)?;
             }
             Action::Renew(c) => {
                 by_client(c, &mut s);
@@ -1004,6 +1117,7 @@ impl Model for LockModel {
                 s.spent.failovers += 1;
                 let old = self.promote(&mut s, m, r);
                 s.nodes[old as usize].alive = false;
+                Self::drop_strays_to(&mut s, old);
             }
             Action::SplitBrain(m, r) => {
                 s.spent.split_brains += 1;
@@ -1020,6 +1134,7 @@ impl Model for LockModel {
             Action::Restart(n) => {
                 s.spent.restarts += 1;
                 s.nodes[n as usize].data = Default::default();
+                Self::drop_strays_to(&mut s, n);
             }
             Action::Partition(c, m) => {
                 s.spent.partitions += 1;

@@ -30,7 +30,8 @@
 //!   answer becomes a timeout), a failover or split brain of `r`'s master's slot and
 //!   the redirect after one. `r` is taken alone only when none of these can happen any
 //!   more: no lost reply or partition left in the budget, no replica, no split brain in
-//!   effect. (C1)
+//!   effect; and, so that the deliveries below stay closed, no request given up on
+//!   still on the wire (it may reach any master unbidden). (C1)
 //! - **`r` is invisible.** It changes no property and no vacuity record: the client's
 //!   phase, the nodes, the stock and the ownership ghosts stay as they are. (C2)
 //! - **No cycle.** Every step but the tick uses up something bounded (a request, a
@@ -289,5 +290,7 @@ impl LockModel {
                 && (left(s.spent.failovers, f.failovers)
                     || left(s.spent.split_brains, f.split_brains)))
             || s.split.is_some()
+            // A request given up on may still reach any master, unbidden.
+            || s.clients.iter().any(|c| !c.strays.is_empty())
     }
 }

@@ -4,7 +4,7 @@
 use locklab::resource::Stock;
 use locklab::LockMachine;
 
-pub use crate::client::{Flight, Phase};
+pub use crate::client::{Flight, Phase, Stray};
 use crate::redis::Data;
 
 /// One client process.
@@ -33,6 +33,8 @@ pub struct Client {
     pub flights: Vec<Option<Flight>>,
     /// Masters whose link from this client is cut (bit per master).
     pub cut: u16,
+    /// Requests it gave up on that are still on the wire, oldest first.
+    pub strays: Vec<Stray>,
 }
 
 impl Client {
@@ -181,6 +183,12 @@ impl State {
                     .expect("nodes are bounded by the scenario caps");
             }
             c.flights = flights;
+            for st in &mut c.strays {
+                st.slot = u8::try_from(perm[usize::from(st.slot)])
+                    .expect("nodes are bounded by the scenario caps");
+                st.flight.node = u8::try_from(perm[usize::from(st.flight.node)])
+                    .expect("nodes are bounded by the scenario caps");
+            }
             c.cut = perm
                 .iter()
                 .enumerate()

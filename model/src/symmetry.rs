@@ -238,7 +238,12 @@ fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
             }
             _ => false,
         };
-        flights && (c.cut >> a) & 1 == (c.cut >> b) & 1 && c.machine.swap_keeps(a, b)
+        // A request given up on names its slot and node: a swap of either moves it.
+        let strays = c.strays.iter().all(|st| {
+            let (slot, node) = (usize::from(st.slot), usize::from(st.flight.node));
+            slot != a && slot != b && node != a && node != b
+        });
+        flights && strays && (c.cut >> a) & 1 == (c.cut >> b) & 1 && c.machine.swap_keeps(a, b)
     })
 }
 

@@ -309,6 +309,10 @@ fn actor(action: Action, before: &State) -> String {
             Some(f) => node_name(f.node as usize),
             None => client_name(c as usize),
         },
+        DeliverLate(c, k) => match before.clients[c as usize].strays.get(k as usize) {
+            Some(st) => node_name(st.flight.node as usize),
+            None => client_name(c as usize),
+        },
         Acquire(c)
         | Receive(c, _)
         | Timeout(c, _)
@@ -336,10 +340,10 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
     // refills it.
     let consumed = match action {
         Deliver(_, m) | Receive(_, m) | Timeout(_, m) | LoseReply(_, m) => Some(m as usize),
-        Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
-        | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
-        | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..)
-        | Redirect(..) | NodeDrift(_) => None,
+        Tick | Acquire(_) | DeliverLate(..) | Renew(_) | Read(_) | Write(_) | Release(_)
+        | Reenter(_) | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..)
+        | Restart(_) | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_)
+        | SplitBrain(..) | Redirect(..) | NodeDrift(_) => None,
     };
     let (Some(b), Some(a)) = (before.clients.get(c), after.clients.get(c)) else {
         return Vec::new();
@@ -392,6 +396,18 @@ fn delivered_reply(
         flight.held.as_ref().map(|r| r.to_string())
     });
     (reply, calls)
+}
+
+/// The reply a request given up on gets when it lands late (read by nobody), and the
+/// commands its script ran.
+fn late_reply(model: &LockModel, before: &State, c: u8, k: u8) -> (Option<String>, Vec<String>) {
+    let mut copy = before.clone();
+    let (reply, calls) = crate::lua::recording(|| model.deliver_late(&mut copy, c, k));
+    let calls = calls
+        .into_iter()
+        .map(|(words, reply)| format!("{} -> {reply}", words.join(" ")))
+        .collect();
+    (reply.map(|r| r.to_string()), calls)
 }
 
 fn join_commands(sent: &[Sent]) -> Option<String> {
@@ -452,6 +468,15 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             }
             Timeout(c, m) | LoseReply(c, m) => {
                 (flight(c, m).map(|f| f.command.to_string()), None, false)
+            }
+            DeliverLate(c, k) => {
+                let (reply, calls) = late_reply(model, &state, c, k);
+                script_calls = calls;
+                let command = state.clients[c as usize]
+                    .strays
+                    .get(k as usize)
+                    .map(|st| st.flight.command.to_string());
+                (command, reply, false)
             }
             Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
             | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
@@ -665,7 +690,7 @@ impl Told {
     fn of(action: Action) -> Told {
         use Action::*;
         match action {
-            Deliver(..) | Receive(..) => Told::Answer,
+            Deliver(..) | Receive(..) | DeliverLate(..) => Told::Answer,
             Timeout(..) | LoseReply(..) => Told::Timeout,
             Read(_) => Told::Read,
             Write(_) => Told::Write,

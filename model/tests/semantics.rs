@@ -204,3 +204,116 @@ fn coverage_reports_faults_during_holds_and_attempts_after_a_loss() {
     assert!(r.coverage.fault_during_hold(FaultKind::Pause));
     assert!(!r.coverage.attempt_after_loss);
 }
+
+/// The first action of `path` that delivers a request its client gave up on, with the
+/// command it carried (read off the state before the step).
+fn late_delivery(model: &LockModel, path: &[Action]) -> Option<String> {
+    let states = replay(model, path)?;
+    path.iter().zip(&states).find_map(|(a, before)| match *a {
+        Action::DeliverLate(c, k) => before.clients[c as usize]
+            .strays
+            .get(k as usize)
+            .map(|st| st.flight.command.to_string()),
+        _ => None,
+    })
+}
+
+/// A request outlives its client's timeout: a blind `DEL` cut off by the network times
+/// out and the holder moves on, but the bytes are in the socket; once the link heals
+/// the DEL runs and deletes the lock the next client took after the lease ran out.
+/// Before, a timed-out request vanished and this scenario held.
+#[test]
+fn a_release_given_up_on_lands_after_the_heal() {
+    let sc = scenario("set-px-del", 8, 1, 14, "[faults]\npartitions = 1");
+    let r = check(&sc);
+    let path = r
+        .counterexample(Property::OwnerOnlyRelease)
+        .expect("the late DEL deletes the next holder's lock");
+    let model = LockModel::new(&sc);
+    assert_eq!(late_delivery(&model, path).as_deref(), Some("DEL lock"));
+    assert!(path.iter().any(|a| matches!(a, Action::Heal(..))));
+    // Without the partition the lease outlasts the critical section: it holds.
+    let calm = check(&scenario("set-px-del", 8, 1, 14, ""));
+    assert!(calm.counterexample(Property::OwnerOnlyRelease).is_none());
+}
+
+/// An acquire that lands after its client gave up takes the lock for nobody: the SETNX
+/// (no expiry) runs once the link heals, and its client, which timed out, never
+/// deletes the key.
+#[test]
+fn an_acquire_given_up_on_takes_the_lock_for_nobody() {
+    let sc = scenario("naive-setnx", 4, 1, 10, "[faults]\npartitions = 1");
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let path = [
+        Acquire(0),
+        Partition(0, 0),
+        Timeout(0, 0),
+        Heal(0, 0),
+        DeliverLate(0, 0),
+    ];
+    let states = replay(&model, &path).expect("the SETNX given up on still arrives");
+    let timed_out = &states[3];
+    assert_eq!(timed_out.clients[0].strays.len(), 1, "kept on the wire");
+    assert!(timed_out.nodes[0].data.entry("lock").is_none());
+    let last = states.last().unwrap();
+    assert_eq!(
+        last.nodes[0].data.entry("lock").and_then(|e| e.owner),
+        Some(0)
+    );
+    assert!(last.clients[0].strays.is_empty());
+    assert!(!last.clients[0].holding());
+    assert!(!model.holds(Property::NoOrphanedLock, last));
+    // It arrives within the step bound once the link works: the clock cannot pass it.
+    let healed = replay(&model, &path[..4]).unwrap();
+    let mut offered = Vec::new();
+    stateright::Model::actions(&model, healed.last().unwrap(), &mut offered);
+    assert!(offered.contains(&DeliverLate(0, 0)));
+    let aged = replay(
+        &model,
+        &[Acquire(0), Partition(0, 0), Timeout(0, 0), Heal(0, 0), Tick],
+    )
+    .expect("a tick may pass once");
+    let mut offered = Vec::new();
+    stateright::Model::actions(&model, aged.last().unwrap(), &mut offered);
+    assert!(offered.contains(&DeliverLate(0, 0)));
+    assert!(
+        !offered.contains(&Tick),
+        "an overdue late request holds the clock"
+    );
+}
+
+/// A request on its way to a node that restarts is lost with the connection.
+#[test]
+fn a_restart_drops_the_requests_given_up_on() {
+    let sc = scenario(
+        "naive-setnx",
+        4,
+        1,
+        10,
+        "[faults]\npartitions = 1\nrestarts = 1",
+    );
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let states = replay(
+        &model,
+        &[Acquire(0), Partition(0, 0), Timeout(0, 0), Restart(0)],
+    )
+    .unwrap();
+    assert!(states.last().unwrap().clients[0].strays.is_empty());
+}
+
+/// A renewal given up on lands after the lease ran out: get-expire-renewal's
+/// `PEXPIRE`, cut off and timed out (the watchdog then stops), reaches Redis after the
+/// next client took the lock and extends that client's lock.
+#[test]
+fn a_renewal_given_up_on_extends_the_next_holders_lock() {
+    let sc = scenario("get-expire-renewal", 9, 12, 11, "[faults]\npartitions = 1");
+    let r = check(&sc);
+    let path = r
+        .counterexample(Property::OwnerOnlyRelease)
+        .expect("the late PEXPIRE extends another client's lock");
+    let model = LockModel::new(&sc);
+    let late = late_delivery(&model, path).expect("a request given up on lands");
+    assert!(late.starts_with("PEXPIRE lock"), "{late}");
+}

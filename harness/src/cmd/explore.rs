@@ -177,6 +177,12 @@ impl Model for Explorable {
                 .get(usize::from(c))
                 .and_then(|c| c.flights.get(usize::from(m))?.as_ref())
                 .map(|f| format!("request: {}\n", f.command)),
+            DeliverLate(c, k) => last
+                .state
+                .clients
+                .get(usize::from(c))
+                .and_then(|c| c.strays.get(usize::from(k)))
+                .map(|st| format!("request given up on: {}\n", st.flight.command)),
             Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
             | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)
             | Partition(..) | Heal(..) | NodeClockJump(_) | ClientClockJump(_) | SplitBrain(..)

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use locklab::driver::{Node as Link, NodeTimeouts, PauseGate};
 use locklab::{Answer, Command, LockConfig, LockMachine, Millis, Reply, Step};
-pub use locklab_model::client::{Change, Flight, Phase, Program};
+pub use locklab_model::client::{Change, Flight, Phase, Program, Stray};
 
 /// Timeouts of a client's connections: long enough for a loaded machine, short enough
 /// that a dead node shows within a step (a cut link or a killed node refuses at once).
@@ -30,6 +30,8 @@ pub struct Client {
     pub gate: PauseGate,
     /// Per master slot.
     pub flights: Vec<Option<Flight>>,
+    /// Requests it gave up on (timed out on a cut link) that are still on the wire.
+    pub strays: Vec<Stray>,
     /// Per master slot: the connection (through the link proxy).
     links: Vec<Link>,
     /// Offset of the client's clock from the run's clock, in ms.
@@ -70,6 +72,7 @@ impl Client {
             phase: Phase::Idle,
             gate: PauseGate::new(),
             flights: vec![None; urls.len()],
+            strays: Vec::new(),
             links,
             clock_offset: 0,
             attempts,

@@ -40,7 +40,7 @@ use locklab_cluster::ClusterError;
 use locklab_model::model::{Action, LockModel, INITIAL_STOCK};
 use locklab_model::scenario::Scenario;
 
-use client::{Change, Client, Phase, Program, LINK_TIMEOUTS};
+use client::{Change, Client, Phase, Program, Stray, LINK_TIMEOUTS};
 use history::{Event, History};
 use nemesis::Nemesis;
 
@@ -449,6 +449,10 @@ impl Run {
             Action::Deliver(c, m) | Action::Timeout(c, m) => {
                 self.deliver(step, action, c as usize, m as usize).await?
             }
+            Action::DeliverLate(c, k) => {
+                self.deliver_late(step, action, c as usize, k as usize)
+                    .await?
+            }
             Action::Receive(c, m) => {
                 let (c, m) = (c as usize, m as usize);
                 let f = self.clients[c].flights[m]
@@ -532,7 +536,9 @@ impl Run {
                 if r >= self.nemesis.nodes() || m >= serving.len() {
                     return Err(inapplicable(step, action, "no such node"));
                 }
+                let old = self.nemesis.serving(m);
                 let what = self.nemesis.failover(m, r).await?;
+                self.drop_strays_to(old);
                 self.reconnect_slot(m)?;
                 self.record(Event::Fault { what: what.clone() });
                 self.line("nemesis".into(), format!("FAULT failover: {what}"), None);
@@ -563,6 +569,7 @@ impl Run {
                 let n = n as usize;
                 let what = self.nemesis.restart(n).await?;
                 self.owner[n] = None;
+                self.drop_strays_to(n);
                 for (m, _) in serving
                     .iter()
                     .enumerate()
@@ -634,6 +641,14 @@ impl Run {
         Ok(())
     }
 
+    /// Node `n` died or restarted: the requests given up on that were on their way to it
+    /// went with its connections.
+    fn drop_strays_to(&mut self, n: usize) {
+        for c in &mut self.clients {
+            c.strays.retain(|st| usize::from(st.flight.node) != n);
+        }
+    }
+
     /// Every client's link to slot `m` reconnects (its proxy now leads to another node).
     fn reconnect_slot(&mut self, m: usize) -> Result<(), RunError> {
         for c in 0..self.clients.len() {
@@ -688,6 +703,33 @@ impl Run {
             return Ok(());
         }
         let node = usize::from(f.node);
+        if matches!(action, Action::Timeout(..))
+            && f.node == serving[m]
+            && self.nemesis.alive(node)
+            && self.nemesis.link(c, m).state() == proxy::LinkState::Cut
+        {
+            // The link is cut: the client gives up, but its request was already
+            // written to the socket, and TCP delivers it once the link heals (the
+            // model's `DeliverLate`, carried out by [`Run::deliver_late`]).
+            self.line(
+                client_name(c),
+                format!(
+                    "{} to {}: no answer, link cut: timeout (the request stays on the wire)",
+                    f.command,
+                    node_name(node)
+                ),
+                None,
+            );
+            self.clients[c].strays.push(Stray {
+                slot: u8::try_from(m).expect("master slots fit a u8"),
+                flight: f.clone(),
+            });
+            let now = self.clock(c);
+            let change =
+                self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+            self.changed(c, change);
+            return Ok(());
+        }
         if matches!(action, Action::Timeout(..)) && f.node != serving[m] && self.nemesis.alive(node)
         {
             // Split brain: the client learnt the new master and reconnected; the old
@@ -734,7 +776,7 @@ impl Run {
                 let after = self.key_holder(node).await;
                 self.track_custom_owner(c, node, before, after);
             } else {
-                self.track_owner(c, m, node, &f.command, reply);
+                self.track_owner(c, m, node, &f.command, reply, false);
             }
         }
         let paused = self.clients[c].gate.is_paused();
@@ -775,6 +817,71 @@ impl Run {
         Ok(())
     }
 
+    /// Client `c`'s `k`-th request given up on reaches its node: the very command, over
+    /// a fresh connection through the client's link (the link works again, and the
+    /// model delivers it within the step bound, as TCP's retransmission after the heal
+    /// does). It runs on Redis; nobody reads the reply.
+    async fn deliver_late(
+        &mut self,
+        step: usize,
+        action: Action,
+        c: usize,
+        k: usize,
+    ) -> Result<(), RunError> {
+        if k >= self.clients[c].strays.len() {
+            return Err(inapplicable(step, action, "no request given up on"));
+        }
+        let st = self.clients[c].strays.remove(k);
+        let (m, node) = (usize::from(st.slot), usize::from(st.flight.node));
+        let command = Command::clone(&st.flight.command);
+        let custom = self.is_custom(&command);
+        let before = if custom {
+            self.key_holder(node).await
+        } else {
+            Err(())
+        };
+        let url = if self.nemesis.route(c, m) == node {
+            self.nemesis.link(c, m).url()
+        } else {
+            format!("redis://{}", self.nemesis.addr(node))
+        };
+        let answer: Result<Reply, String> = match locklab::driver::Node::new(m, &url, LINK_TIMEOUTS)
+        {
+            Ok(link) => link.execute(&command).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        if let Ok(reply) = &answer {
+            if custom {
+                let after = self.key_holder(node).await;
+                self.track_custom_owner(c, node, before, after);
+            } else {
+                self.track_owner(c, m, node, &command, reply, true);
+            }
+        }
+        let (reply, error) = match &answer {
+            Ok(r) => (Some(r.to_string()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        self.record(Event::Command {
+            client: c,
+            node,
+            command: command.to_string(),
+            reply: reply.clone(),
+            error: error.clone(),
+            held: false,
+        });
+        let shown = reply.or(error.map(|e| format!("no answer: {e}")));
+        self.line(
+            client_name(c),
+            format!(
+                "{command} -> {} (given up on, arrives late; nobody reads the reply)",
+                node_name(node)
+            ),
+            shown,
+        );
+        Ok(())
+    }
+
     /// The reply to an executed command of client `c` on slot `m` never reaches it: its
     /// timeout fires. The engine had already read the reply from Redis (the command
     /// really ran) and discards it ([`LOST_REPLY_EMULATION`]).
@@ -804,9 +911,17 @@ impl Run {
     /// record a displacement: the reply says the command removed the entry (`DEL` → 1,
     /// compare-and-delete → 1, reentrant unlock at zero → 1) or overwrote it (`GETSET`
     /// → the old value, unless the client's machine wins the lock with that reply: the
-    /// winning steal is getset-timestamp's acquire, not a release); the ghost says whose
-    /// entry it was.
-    fn track_owner(&mut self, c: usize, m: usize, node: usize, command: &Command, reply: &Reply) {
+    /// winning steal is getset-timestamp's acquire, not a release; a request its client
+    /// gave up on (`late`) wins nothing); the ghost says whose entry it was.
+    fn track_owner(
+        &mut self,
+        c: usize,
+        m: usize,
+        node: usize,
+        command: &Command,
+        reply: &Reply,
+        late: bool,
+    ) {
         use locklab::Script;
         if !command.keys().contains(&self.cfg.key.as_str()) {
             return;
@@ -821,7 +936,7 @@ impl Run {
         };
         let overwrote = matches!(command, Command::GetSet { .. } | Command::SetPx { .. })
             && *reply != Reply::Nil
-            && !self.wins_with(c, m, reply);
+            && (late || !self.wins_with(c, m, reply));
         // A PEXPIRE that extended an entry changes it (the unchecked renewal's flaw).
         let extended = matches!(command, Command::PExpire { .. }) && *reply == Reply::Int(1);
         let created = match command {

@@ -224,6 +224,19 @@ pub fn build(trace: &Trace) -> Sequence {
                 ));
                 out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
+            DeliverLate(c, _) => {
+                let c = usize::from(c);
+                let n = number(&step.actor, "node").unwrap_or(0);
+                let command = step.command.clone().unwrap_or_default();
+                let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
+                out.push(row(
+                    Event::Request {
+                        from: c,
+                        to: vec![clients + n],
+                    },
+                    format!("{command} given up on, arrives late → {reply} (nobody reads it)"),
+                ));
+            }
             Receive(c, m) => {
                 let (c, m) = (usize::from(c), usize::from(m));
                 let n = flights
