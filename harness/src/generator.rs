@@ -362,7 +362,7 @@ fn aimed(state: &State, fault: &Action) -> bool {
     let hit = |holder: usize| match *fault {
         Action::Restart(n) => strikes(holder, n, &|_, _| true),
         Action::NodeClockJump(n) => strikes(holder, n, &|_, e| e.expires_at.is_some()),
-        Action::Failover(slot, replica) | Action::SplitBrain(slot, replica) => {
+        Action::Failover(slot, replica) | Action::SplitBrain(slot, replica, _) => {
             let Some(&master) = state.serving.get(usize::from(slot)) else {
                 return false;
             };

@@ -72,9 +72,12 @@ pub enum Action {
     /// replicas follow the promoted one from now on.
     Failover(u8, u8),
     /// Fault: split brain. A partition cuts master slot's node off from Sentinel and
-    /// the replicas, and this replica is promoted; the old master stays up and keeps
-    /// serving every client that has not learnt of the new one ([`Action::Redirect`]).
-    SplitBrain(u8, u8),
+    /// the replicas on the majority's side, and this replica (one of those) is
+    /// promoted; the old master stays up and keeps serving every client that has not
+    /// learnt of the new one ([`Action::Redirect`]). The third argument is the set of
+    /// the slot's replicas (bit `j`: the slot's `j`-th replica node) left on the old
+    /// master's side: they keep following it (and acknowledging its `WAIT`).
+    SplitBrain(u8, u8, u8),
     /// During a split brain, the client (on the majority side) learns the new master of
     /// the slot from Sentinel: from now on it reaches only that one.
     Redirect(u8, u8),
@@ -145,7 +148,9 @@ impl Action {
             Resume(x) => Resume(c(x)),
             Crash(x) => Crash(c(x)),
             Failover(m, r) => Failover(n(m), n(r)),
-            SplitBrain(m, r) => SplitBrain(n(m), n(r)),
+            // Replica sides are named within their slot: master renamings (Redlock,
+            // which has no replicas) leave them as they are.
+            SplitBrain(m, r, with_old) => SplitBrain(n(m), n(r), with_old),
             Redirect(x, m) => Redirect(c(x), n(m)),
             Restart(r) => Restart(n(r)),
             Partition(x, m) => Partition(c(x), n(m)),
@@ -282,12 +287,22 @@ impl std::fmt::Display for Action {
             Resume(x) => write!(f, "{} resumes", c(x)),
             Crash(x) => write!(f, "FAULT {} crashes", c(x)),
             Failover(m, r) => write!(f, "FAULT master{} dies, node{} promoted", m + 1, r + 1),
-            SplitBrain(m, r) => write!(
-                f,
-                "FAULT split brain: master{} cut off from Sentinel and replicas but up, node{} promoted",
-                m + 1,
-                r + 1
-            ),
+            SplitBrain(m, r, with_old) => {
+                write!(
+                    f,
+                    "FAULT split brain: master{} cut off from Sentinel but up, node{} promoted",
+                    m + 1,
+                    r + 1
+                )?;
+                if *with_old != 0 {
+                    let left: Vec<String> = (0..8)
+                        .filter(|j| with_old & (1 << j) != 0)
+                        .map(|j| format!("replica {} of master{}", j + 1, m + 1))
+                        .collect();
+                    write!(f, "; on the old master's side: {}", left.join(", "))?;
+                }
+                Ok(())
+            }
             Redirect(x, m) => write!(f, "{} learns the new master{} from Sentinel", c(x), m + 1),
             Restart(n) => write!(f, "FAULT node{} restarts empty", n + 1),
             Partition(x, m) => write!(f, "FAULT link {} -> master{} cut", c(x), m + 1),
@@ -417,6 +432,29 @@ impl LockModel {
             && u64::from(c.since_renew) >= self.cfg.renew_interval()
     }
 
+    /// Whether a running client's due renewal has waited `max_step_delay` ticks: the
+    /// renewal is a step of its own, bounded on its own (the renewal task's timer does
+    /// not wait for the client's other steps), so the tick waits for it.
+    fn renew_overdue(&self, c: &Client) -> bool {
+        c.running()
+            && self.renew_due(c)
+            && u64::from(c.since_renew)
+                >= self
+                    .cfg
+                    .renew_interval()
+                    .saturating_add(u64::from(self.scenario.timing.max_step_delay))
+    }
+
+    /// The most `since_renew` counts to: past the renewal's bound every value reads
+    /// the same.
+    fn since_renew_cap(&self) -> u8 {
+        let cap = self
+            .cfg
+            .renew_interval()
+            .saturating_add(u64::from(self.scenario.timing.max_step_delay));
+        u8::try_from(cap).unwrap_or(u8::MAX)
+    }
+
     /// The client's own steps (not faults), in the order they are offered.
     fn client_actions(&self, s: &State, i: usize, out: &mut Vec<Action>) {
         let c = &s.clients[i];
@@ -458,16 +496,18 @@ impl LockModel {
         }
     }
 
-    /// Whether a running client has a step of its own (not a message delivery) it must
-    /// take within `max_step_delay` ticks. With `arrival = "start"` a client makes its first attempt at once (with "any", whenever it likes);
-    /// a denied client retries whenever it likes (a back-off of any length), which is
-    /// how a retry can land just after a lease expired.
+    /// Whether a running client has a step of its program (not a message delivery, not
+    /// a renewal, each bounded on its own) it must take within `max_step_delay` ticks:
+    /// its next op, or with `arrival = "start"` its first attempt (with "any", it comes
+    /// whenever it likes). A denied client retries whenever it likes (a back-off of any
+    /// length), which is how a retry can land just after a lease expired. `waited`
+    /// counts the ticks this step has waited, and only this step's taking resets it.
     fn has_pending(&self, s: &State, i: usize) -> bool {
         let c = &s.clients[i];
         let first_attempt = self.scenario.clients.arrival == Arrival::Start
             && c.phase == Phase::Idle
             && u32::from(c.attempts) == self.scenario.clients.attempts;
-        c.running() && (first_attempt || self.op(c).is_some() || self.renew_due(c))
+        c.running() && (first_attempt || self.op(c).is_some())
     }
 
     /// Whether a request, a reply or a timeout is due: each leg is delivered within
@@ -542,12 +582,32 @@ impl LockModel {
                     out.push(Action::Replicate(client_index(n)));
                 }
                 let slot = s.serving.iter().position(|&p| p == master);
-                if let (Some(m), true) = (slot, self.promotable(s, n)) {
+                if let (Some(m), true) = (slot, self.promotable(s, n, 0)) {
                     if u32::from(s.spent.failovers) < f.failovers {
                         out.push(Action::Failover(client_index(m), client_index(n)));
                     }
-                    if s.split.is_none() && u32::from(s.spent.split_brains) < f.split_brains {
-                        out.push(Action::SplitBrain(client_index(m), client_index(n)));
+                }
+                if let (Some(m), None, true) = (
+                    slot,
+                    &s.split,
+                    u32::from(s.spent.split_brains) < f.split_brains,
+                ) {
+                    // Every way the partition can split the other replicas: those on the
+                    // old master's side stay with it; Sentinel promotes among the rest.
+                    let others = self.followers(s, master, m) & !self.replica_bit(m, n);
+                    let mut with_old = others;
+                    loop {
+                        if self.promotable(s, n, with_old) {
+                            out.push(Action::SplitBrain(
+                                client_index(m),
+                                client_index(n),
+                                with_old,
+                            ));
+                        }
+                        if with_old == 0 {
+                            break;
+                        }
+                        with_old = (with_old - 1) & others;
                     }
                 }
             }
@@ -616,17 +676,53 @@ impl LockModel {
 
     /// Whether replica `n` may be promoted when its master fails, by the scenario's
     /// promotion rule: any replica, or (Sentinel) one with the greatest replication
-    /// offset among its master's live replicas.
-    fn promotable(&self, s: &State, n: usize) -> bool {
+    /// offset among its master's live replicas that Sentinel reaches (those of
+    /// `hidden`, the slot's replicas on the old master's side of a split brain, it
+    /// does not).
+    fn promotable(&self, s: &State, n: usize, hidden: u8) -> bool {
         match self.scenario.topology.promotion {
             Promotion::Any => true,
             Promotion::MostAdvanced => {
                 let node = &s.nodes[n];
-                !s.nodes.iter().any(|o| {
-                    o.alive && o.replica_of == node.replica_of && o.repl_offset > node.repl_offset
+                !s.nodes.iter().enumerate().any(|(k, o)| {
+                    o.alive
+                        && o.replica_of == node.replica_of
+                        && o.repl_offset > node.repl_offset
+                        && self
+                            .slot_replica(k)
+                            .is_none_or(|(_, j)| hidden & (1 << j) == 0)
                 })
             }
         }
+    }
+
+    /// The slot and index within the slot of replica node `n` (its group: replicas
+    /// `masters + slot × replicas + j`), or `None` for a master node.
+    fn slot_replica(&self, n: usize) -> Option<(usize, u8)> {
+        let masters = self.masters();
+        let per = self.scenario.topology.replicas as usize;
+        (n >= masters && per > 0).then(|| {
+            let k = n - masters;
+            (
+                k / per,
+                u8::try_from(k % per).expect("at most MAX_REPLICAS replicas"),
+            )
+        })
+    }
+
+    /// The bit of replica node `n` in a set of slot `m`'s replicas (0 when it is not one).
+    fn replica_bit(&self, m: usize, n: usize) -> u8 {
+        match self.slot_replica(n) {
+            Some((slot, j)) if slot == m => 1 << j,
+            _ => 0,
+        }
+    }
+
+    /// The live replicas of slot `m` that follow node `master`, as a set.
+    fn followers(&self, s: &State, master: u8, m: usize) -> u8 {
+        (0..s.nodes.len())
+            .filter(|&k| s.nodes[k].alive && s.nodes[k].replica_of == Some(master))
+            .fold(0, |set, k| set | self.replica_bit(m, k))
     }
 
     pub(crate) fn tick_enabled(&self, s: &State) -> bool {
@@ -635,8 +731,10 @@ impl LockModel {
         }
         // Compared in u32: the scenario's delay is honoured exactly, whatever its size.
         let limit = self.scenario.timing.max_step_delay;
-        let overdue_step = (0..s.clients.len())
-            .any(|i| u32::from(s.clients[i].waited) >= limit && self.has_pending(s, i));
+        let overdue_step = (0..s.clients.len()).any(|i| {
+            (u32::from(s.clients[i].waited) >= limit && self.has_pending(s, i))
+                || self.renew_overdue(&s.clients[i])
+        });
         let overdue_message = s.clients.iter().enumerate().any(|(i, c)| {
             c.flights
                 .iter()
@@ -692,6 +790,7 @@ impl LockModel {
             s.nodes[n].data.expire(clock);
         }
         let work = self.scenario.timing.work;
+        let since_renew_cap = self.since_renew_cap();
         for (c, pending) in s.clients.iter_mut().zip(pending) {
             if !c.running() {
                 continue;
@@ -702,9 +801,7 @@ impl LockModel {
             }
             self.program.on_tick(&mut c.phase, work);
             if c.machine.renewing(&self.cfg) {
-                c.since_renew =
-                    u8::try_from((u64::from(c.since_renew) + 1).min(self.cfg.renew_interval()))
-                        .expect("since_renew counts ticks, at most the horizon");
+                c.since_renew = c.since_renew.saturating_add(1).min(since_renew_cap);
             }
         }
     }
@@ -799,15 +896,18 @@ impl LockModel {
     }
 
     /// Replica `r` becomes the master of slot `m`; returns the old master. As Sentinel
-    /// does, the old master's other replicas now follow the promoted one; each resyncs
-    /// from it at its next `Replicate` step (until then it lags).
-    fn promote(&self, s: &mut State, m: u8, r: u8) -> u8 {
+    /// does, the old master's other replicas now follow the promoted one, except those
+    /// of `stay` (on the old master's side of a split brain), which Sentinel cannot
+    /// reach; each resyncs from its master at its next `Replicate` step (until then it
+    /// lags).
+    fn promote(&self, s: &mut State, m: u8, r: u8, stay: u8) -> u8 {
         let old = s.serving[m as usize];
         s.nodes[r as usize].replica_of = None;
         s.serving[m as usize] = r;
-        for node in s.nodes.iter_mut() {
-            if node.replica_of == Some(old) {
-                node.replica_of = Some(r);
+        for k in 0..s.nodes.len() {
+            let stays = self.replica_bit(m as usize, k) & stay != 0;
+            if s.nodes[k].replica_of == Some(old) && !stays {
+                s.nodes[k].replica_of = Some(r);
             }
         }
         let clock = self.node_clock(s, r as usize);
@@ -1044,7 +1144,7 @@ impl Model for LockModel {
                 self.deliver_late(&mut s, c, k)?;
             }
             Action::Renew(c) => {
-                by_client(c, &mut s);
+                // The renewal task's step: the program's own pending step waits on.
                 let i = c as usize;
                 let now = self.client_clock(&s, i);
                 let step = s.clients[i].machine.renew(&self.cfg, now);
@@ -1115,13 +1215,13 @@ impl Model for LockModel {
             }
             Action::Failover(m, r) => {
                 s.spent.failovers += 1;
-                let old = self.promote(&mut s, m, r);
+                let old = self.promote(&mut s, m, r, 0);
                 s.nodes[old as usize].alive = false;
                 Self::drop_strays_to(&mut s, old);
             }
-            Action::SplitBrain(m, r) => {
+            Action::SplitBrain(m, r, with_old) => {
                 s.spent.split_brains += 1;
-                let old = self.promote(&mut s, m, r);
+                let old = self.promote(&mut s, m, r, with_old);
                 s.split = Some(Split {
                     slot: m,
                     old,

@@ -862,8 +862,8 @@ resource_safety = "violated"
                 json!({ "kind": "ClientClockJump", "args": 1 }),
             ),
             (
-                SplitBrain(0, 2),
-                json!({ "kind": "SplitBrain", "args": [0, 2] }),
+                SplitBrain(0, 2, 1),
+                json!({ "kind": "SplitBrain", "args": [0, 2, 1] }),
             ),
             (
                 Redirect(1, 0),

@@ -317,3 +317,116 @@ fn a_renewal_given_up_on_extends_the_next_holders_lock() {
     let late = late_delivery(&model, path).expect("a request given up on lands");
     assert!(late.starts_with("PEXPIRE lock"), "{late}");
 }
+
+/// Replay `steps`, each only where the model offers it; `None` at the first step it
+/// does not offer.
+fn offered_path(model: &LockModel, steps: &[Action]) -> Option<Vec<locklab_model::state::State>> {
+    let mut states = vec![stateright::Model::init_states(model).remove(0)];
+    for &a in steps {
+        let last = states.last()?;
+        let mut offered = Vec::new();
+        stateright::Model::actions(model, last, &mut offered);
+        if !offered.contains(&a) {
+            return None;
+        }
+        states.push(stateright::Model::next_state(model, last, a)?);
+    }
+    Some(states)
+}
+
+/// Each pending step has its own bound: a renewal due at t=1 (every ttl/3 = 1 tick) is
+/// taken by t=2 with `max_step_delay = 1`, whatever else the client does meanwhile.
+/// Before, one counter per client was reset by any of its steps, so the read at t=1
+/// and the write at t=2 let the clock run on to t=3 with the renewal still unsent.
+#[test]
+fn a_due_renewal_is_bounded_on_its_own() {
+    let sc = parse(&text("watchdog", 3, 1, 8, "").replace("count = 2", "count = 1"));
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let busy = [
+        Acquire(0),
+        Deliver(0, 0),
+        Receive(0, 0),
+        Tick,
+        Read(0),
+        Tick,
+        Write(0),
+    ];
+    let states = offered_path(&model, &busy).expect("the holder reads and writes");
+    assert_eq!(states.last().unwrap().now, 2);
+    let mut late = busy.to_vec();
+    late.push(Tick);
+    assert!(
+        offered_path(&model, &late).is_none(),
+        "the clock waits for the overdue renewal"
+    );
+    let mut renewed = busy.to_vec();
+    renewed.extend([Renew(0), Tick]);
+    assert!(offered_path(&model, &renewed).is_some());
+}
+
+/// Split brains of any shape: the partition leaves some replicas on the old master's
+/// side, where they keep following it, and Sentinel ranks only the replicas it reaches.
+/// Before, every replica followed the promoted node and the most advanced replica was
+/// promoted even when Sentinel could not reach it.
+#[test]
+fn a_split_brain_leaves_replicas_on_both_sides() {
+    let sc = parse(
+        &text(
+            "lua-release",
+            7,
+            1,
+            8,
+            "[topology]\nmasters = 1\nreplicas = 3\npromotion = \"most-advanced\"\n[faults]\nsplit_brains = 1",
+        )
+        .replace("name = \"semantics\"", "name = \"semantics\"\nwait_replicas = 1"),
+    );
+    assert_eq!(sc.wait_replicas, 1);
+    let model = LockModel::new(&sc);
+    use Action::*;
+    // client1's SET reaches the master and node2 (replica 1) copies it.
+    let states = replay(&model, &[Acquire(0), Deliver(0, 0), Replicate(1)]).unwrap();
+    let mut offered = Vec::new();
+    stateright::Model::actions(&model, states.last().unwrap(), &mut offered);
+    let splits: Vec<Action> = offered
+        .into_iter()
+        .filter(|a| matches!(a, SplitBrain(..)))
+        .collect();
+    // node2 is the most advanced: promoted when Sentinel reaches it (any sides of the
+    // others); node3 or node4 only when node2 is on the old master's side.
+    for split in [
+        SplitBrain(0, 1, 0),
+        SplitBrain(0, 1, 0b010),
+        SplitBrain(0, 1, 0b110),
+        SplitBrain(0, 2, 0b001),
+        SplitBrain(0, 3, 0b001),
+        SplitBrain(0, 2, 0b101),
+        SplitBrain(0, 3, 0b011),
+    ] {
+        assert!(splits.contains(&split), "{split:?} in {splits:?}");
+    }
+    assert!(!splits.contains(&SplitBrain(0, 2, 0)), "{splits:?}");
+    assert!(!splits.contains(&SplitBrain(0, 3, 0b100)), "{splits:?}");
+    // node2 stays with the old master and acknowledges its WAIT; node4 follows node3.
+    let split = replay(
+        &model,
+        &[
+            Acquire(0),
+            Deliver(0, 0),
+            Replicate(1),
+            Receive(0, 0),
+            SplitBrain(0, 2, 0b001),
+            Deliver(0, 0),
+        ],
+    )
+    .unwrap();
+    let last = split.last().unwrap();
+    assert_eq!(last.nodes[1].replica_of, Some(0));
+    assert_eq!(last.nodes[3].replica_of, Some(2));
+    let wait = last.clients[0].flights[0].as_ref().unwrap();
+    assert_eq!(
+        wait.held,
+        Some(locklab::Reply::Int(1)),
+        "node2 acknowledges"
+    );
+}

@@ -543,12 +543,12 @@ impl Run {
                 self.record(Event::Fault { what: what.clone() });
                 self.line("nemesis".into(), format!("FAULT failover: {what}"), None);
             }
-            Action::SplitBrain(m, r) => {
+            Action::SplitBrain(m, r, with_old) => {
                 let (m, r) = (m as usize, r as usize);
                 if r >= self.nemesis.nodes() || m >= serving.len() {
                     return Err(inapplicable(step, action, "no such node"));
                 }
-                let what = self.nemesis.split_brain(m, r).await?;
+                let what = self.nemesis.split_brain(m, r, with_old).await?;
                 self.record(Event::Fault { what: what.clone() });
                 self.line("nemesis".into(), format!("FAULT split brain: {what}"), None);
             }

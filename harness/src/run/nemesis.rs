@@ -75,6 +75,8 @@ pub struct Nemesis {
     alive: Vec<bool>,
     /// Per node: cut off from the run's network (replicas between catch-ups).
     cut_off: Vec<bool>,
+    /// Per replica node: the node it replicates from (a master node: itself).
+    upstream: Vec<usize>,
     /// Per node: the wall-clock offset set through libclockshift, in ms.
     clock_offset: Vec<i64>,
     /// Per client, per master slot: the link proxy.
@@ -120,6 +122,15 @@ impl Nemesis {
             serving: (0..masters).collect(),
             alive: vec![true; nodes],
             cut_off: vec![false; nodes],
+            upstream: (0..nodes)
+                .map(|n| {
+                    if n < masters {
+                        n
+                    } else {
+                        (n - masters) / replicas
+                    }
+                })
+                .collect(),
             clock_offset: vec![0; nodes],
             links: Vec::new(),
             split: None,
@@ -200,21 +211,30 @@ impl Nemesis {
         self.node(n).addr()
     }
 
-    /// Replica `n` catches up with its master: back on the network, `REPLICAOF` again
-    /// (a partial resync at once, instead of waiting for the replica to notice that its
-    /// old link is dead), `WAIT` on the master until it acknowledged every write, then
-    /// off the network again.
+    /// Replica `n` catches up with its master (the node it follows: during a split
+    /// brain, a replica on the old master's side follows the old master): back on the
+    /// network, `REPLICAOF` again (a partial resync at once, instead of waiting for the
+    /// replica to notice that its old link is dead), `WAIT` on the master until it
+    /// acknowledged every write, then off the network again.
     pub async fn replicate(&mut self, n: usize) -> Result<String, ClusterError> {
-        let m = self
-            .master_of(n)
-            .ok_or_else(|| ClusterError::Unsupported(format!("node{} is no replica", n + 1)))?;
-        self.catch_up(n, m).await
+        if self.master_of(n).is_none() {
+            return Err(ClusterError::Unsupported(format!(
+                "node{} is no replica",
+                n + 1
+            )));
+        }
+        self.catch_up_with(n, self.upstream[n]).await
     }
 
     /// Node `n` catches up with the node serving master slot `m` (see
     /// [`Nemesis::replicate`]); also for a former master that rejoined as a replica.
     pub async fn catch_up(&mut self, n: usize, m: usize) -> Result<String, ClusterError> {
-        let master = self.serving[m];
+        self.upstream[n] = self.serving[m];
+        self.catch_up_with(n, self.serving[m]).await
+    }
+
+    /// Node `n` catches up with node `master` (see [`Nemesis::replicate`]).
+    async fn catch_up_with(&mut self, n: usize, master: usize) -> Result<String, ClusterError> {
         if self.cut_off[n] {
             self.node(n).connect_to_network().await?;
             self.cut_off[n] = false;
@@ -250,7 +270,7 @@ impl Nemesis {
         let old = self.serving[m];
         self.node(old).kill().await?;
         self.alive[old] = false;
-        let repointed = self.promote(m, r).await?;
+        let repointed = self.promote(m, r, 0).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
@@ -294,6 +314,9 @@ impl Nemesis {
         // Sentinel re-points the others to `r` over its own network: they follow it
         // whether or not they are on the cluster network (which they stay off).
         self.serving[m] = r;
+        for &n in &others {
+            self.upstream[n] = r;
+        }
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
@@ -315,18 +338,34 @@ impl Nemesis {
     }
 
     /// Split brain on slot `m`: replica `r` is promoted while the old master stays up
-    /// and every client's proxy still leads to it.
-    pub async fn split_brain(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+    /// and every client's proxy still leads to it. The slot's replicas of `with_old`
+    /// (bit `j`: the slot's `j`-th replica node) are on the old master's side: they
+    /// keep following it; the others follow `r`.
+    pub async fn split_brain(
+        &mut self,
+        m: usize,
+        r: usize,
+        with_old: u8,
+    ) -> Result<String, ClusterError> {
         if self.sentinels > 0 {
             return Err(ClusterError::Unsupported(
                 "a split brain is scripted: replay it with topology.sentinels = 0".into(),
             ));
         }
         let old = self.serving[m];
-        let repointed = self.promote(m, r).await?;
+        let repointed = self.promote(m, r, with_old).await?;
         self.split = Some((m, old, vec![false; self.links.len()]));
+        let stayed: Vec<String> = (0..self.replicas)
+            .filter(|j| with_old & (1 << j) != 0)
+            .map(|j| format!("node{}", self.masters + m * self.replicas + j + 1))
+            .collect();
+        let stayed = match stayed.len() {
+            0 => String::new(),
+            1 => format!("; {} still follows node{}", stayed[0], old + 1),
+            _ => format!("; {} still follow node{}", stayed.join(", "), old + 1),
+        };
         Ok(format!(
-            "node{} stays up and keeps every client; REPLICAOF NO ONE on node{}{repointed}",
+            "node{} stays up and keeps every client; REPLICAOF NO ONE on node{}{repointed}{stayed}",
             old + 1,
             r + 1
         ))
@@ -353,26 +392,38 @@ impl Nemesis {
 
     /// Replica `r` becomes the master of slot `m`: `REPLICAOF NO ONE`, back on the
     /// cluster network (its replicas resync from it there), and the slot's other
-    /// replicas follow it. Returns what was done to the other replicas.
-    async fn promote(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+    /// replicas follow it, but those of `stay` (bit `j`: the slot's `j`-th replica).
+    /// Returns what was done to the other replicas.
+    async fn promote(&mut self, m: usize, r: usize, stay: u8) -> Result<String, ClusterError> {
         self.node(r).promote().await?;
         if self.cut_off[r] {
             self.node(r).connect_to_network().await?;
             self.cut_off[r] = false;
         }
         self.serving[m] = r;
-        self.repoint_replicas(m, r).await
+        self.upstream[r] = r;
+        self.repoint_replicas(m, r, stay).await
     }
 
-    /// The live replicas of slot `m` other than `r` get `REPLICAOF <r>`. Sent on the
-    /// published port, so it works while they are off the cluster network; they sync at
-    /// their next [`Nemesis::replicate`].
-    async fn repoint_replicas(&mut self, m: usize, r: usize) -> Result<String, ClusterError> {
+    /// The live replicas of slot `m` other than `r` and those of `stay` get `REPLICAOF
+    /// <r>`. Sent on the published port, so it works while they are off the cluster
+    /// network; they sync at their next [`Nemesis::replicate`].
+    async fn repoint_replicas(
+        &mut self,
+        m: usize,
+        r: usize,
+        stay: u8,
+    ) -> Result<String, ClusterError> {
         let mut names = Vec::new();
         for n in self.masters..self.nodes() {
             if n == r || !self.alive[n] || self.master_of(n) != Some(m) {
                 continue;
             }
+            let j = n - self.masters - m * self.replicas;
+            if stay & (1 << j) != 0 {
+                continue;
+            }
+            self.upstream[n] = r;
             self.node(n).replicate_from(self.node(r)).await?;
             names.push(format!("node{}", n + 1));
         }
@@ -481,7 +532,8 @@ impl Nemesis {
             self.node(r).connect_to_network().await?;
             self.cut_off[r] = false;
         }
-        let repointed = self.repoint_replicas(m, r).await?;
+        self.upstream[r] = r;
+        let repointed = self.repoint_replicas(m, r, 0).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
@@ -549,6 +601,7 @@ impl Nemesis {
         self.node(n).disconnect_from_network().await?;
         self.cut_off[n] = true;
         let master = self.serving[m];
+        self.upstream[n] = master;
         self.node(n).replicate_from(self.node(master)).await?;
         Ok(format!(
             "node{} started again, empty, as a replica of node{} (lagging until it catches up)",

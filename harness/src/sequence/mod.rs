@@ -348,7 +348,7 @@ pub fn build(trace: &Trace) -> Sequence {
                 },
                 "FAULT crashes".to_string(),
             )),
-            Failover(m, new) | SplitBrain(m, new) => {
+            Failover(m, new) | SplitBrain(m, new, _) => {
                 let (m, new) = (usize::from(m), usize::from(new));
                 let old = slot_node(m, &serving);
                 if let Some(s) = serving.get_mut(m) {

@@ -668,7 +668,7 @@ pub async fn run(
                     // The holder stays with the old master; every other client learns
                     // the new one, which lacks the holder's acquire.
                     let mut nem = cluster.lock().await;
-                    let mut what = nem.split_brain(m, r).await?;
+                    let mut what = nem.split_brain(m, r, 0).await?;
                     for c in (0..n_clients).filter(|c| Some(*c) != target) {
                         if let Some(moved) = nem.redirect(c, m) {
                             what.push_str(&format!("; client{} {moved}", c + 1));
