@@ -364,7 +364,7 @@ resource_safety = "holds"
         Acquire(0),
         Deliver(0, 0),
         Receive(0, 0),
-        SplitBrain(0, 1),
+        SplitBrain(0, 1, 0),
         Acquire(1),
     ] {
         s = model
