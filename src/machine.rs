@@ -51,6 +51,12 @@ pub struct LockConfig {
     pub custom: Option<Arc<CustomLock>>,
     /// How often a renewing lock renews, in the ttl's unit; `None`: every ttl/3.
     pub renew_every: Option<u64>,
+    /// Redlock: the validity the holder needs, in the ttl's unit. An acquire holds only
+    /// when more validity than this is left (ttl − elapsed − drift); with less, the
+    /// grants are given back (`Denied::NoValidity`). The client's side of the contract:
+    /// the validity an acquire returns bounds the work the holder may do. 0: any
+    /// validity left.
+    pub min_validity: u64,
 }
 
 /// What a renewing design's watchdog does after a renewal that got no answer.
@@ -98,6 +104,7 @@ impl LockConfig {
             renewal_on_error: RenewalOnError::Stop,
             custom: None,
             renew_every: None,
+            min_validity: 0,
         }
     }
 

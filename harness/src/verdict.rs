@@ -108,6 +108,8 @@ pub struct ScenarioOutcome {
     /// The `[faults]` keys with a budget whose faults no explored behaviour injects while
     /// a client holds the lock.
     pub faults_never_during_hold: Vec<&'static str>,
+    /// Some holder's lease can be lost while it still believes it holds the lock.
+    pub lease_lost: bool,
     /// Some client attempts while another believes it holds a lock whose lease is gone.
     pub attempt_after_loss: bool,
     /// How the verdicts were found.
@@ -130,6 +132,15 @@ impl ScenarioOutcome {
                  scenario's timing, attempts and horizon",
                 self.faults_never_during_hold.join(", ")
             ));
+        }
+        if self.purchased && holds && self.lease_lost && !self.attempt_after_loss {
+            return Some(
+                "no attempt after a lost lease: a holder's lease can run out or vanish while \
+                 it still believes it holds the lock, but no client ever attempts afterwards, \
+                 so a \"holds\" verdict would not test what a late attempt does: raise \
+                 [clients] attempts or set arrival = \"any\""
+                    .to_string(),
+            );
         }
         (!self.purchased).then(|| {
             let within = match (self.complete, self.max_depth) {
@@ -190,7 +201,13 @@ pub fn outcome(
                 (None, _) if r.unverified(property).is_some() => Found::Unverified {
                     reason: r.unverified(property).expect("checked").to_string(),
                 },
-                (None, _) if !r.purchased || !faults_never_during_hold.is_empty() => Found::Vacuous,
+                (None, _)
+                    if !r.purchased
+                        || !faults_never_during_hold.is_empty()
+                        || r.coverage.no_attempt_after_loss() =>
+                {
+                    Found::Vacuous
+                }
                 (None, Strategy::Random { walks, .. }) => Found::NoneInWalks { walks },
                 (None, Strategy::Exhaustive) => Found::Holds,
             };
@@ -219,6 +236,7 @@ pub fn outcome(
         seconds: r.seconds,
         first_counterexample_seconds: r.first_counterexample_seconds,
         faults_never_during_hold,
+        lease_lost: r.coverage.lease_lost,
         attempt_after_loss: r.coverage.attempt_after_loss,
         strategy: r.strategy,
         collision_probability: r.collision_probability(),

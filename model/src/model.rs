@@ -376,6 +376,13 @@ impl LockModel {
         cfg.drift_ms = u64::from(scenario.timing.drift_allowance);
         cfg.fencing = scenario.fencing.enabled();
         cfg.wait_replicas = scenario.wait_replicas;
+        if scenario.design == DesignId::Redlock {
+            // Redlock's client contract: the holder takes the lock only with more
+            // validity left than its slowest critical section takes (the read within
+            // the step bound, the work, the write within the step bound).
+            let t = &scenario.timing;
+            cfg.min_validity = u64::from(t.work) + 2 * u64::from(t.max_step_delay);
+        }
         if let Some(r) = scenario.renewal {
             cfg.renewal_on_error = r.renewal_on_error;
             cfg.watchdog = r.watchdog;
@@ -1005,6 +1012,43 @@ impl LockModel {
             })
             .count();
         owned > s.serving.len() / 2
+    }
+
+    /// Whether client `d` still believes it holds the lock (in its critical section, or
+    /// re-entering it; not releasing it) while its lease is gone: it ran out, or its
+    /// key vanished (a restart, a failover, another client's delete).
+    pub fn lease_lost(&self, s: &State, d: usize) -> bool {
+        let believes = match &s.clients[d].phase {
+            Phase::Critical { .. } => true,
+            Phase::Waiting { pc, .. } => self.program.op(*pc) == Some(Op::Reenter),
+            Phase::Idle | Phase::Acquiring | Phase::Done | Phase::Crashed => false,
+        };
+        believes && !self.lease_held(s, d)
+    }
+
+    /// Whether fault `action` strikes a hold: a client fault of a client that holds the
+    /// lock, a node fault of a node that keeps a holder's lock entry, a failover or
+    /// split brain of the slot whose master keeps one.
+    pub fn strikes_a_hold(&self, s: &State, action: Action) -> bool {
+        let keeps_a_holders_entry = |n: usize| {
+            s.nodes[n]
+                .data
+                .entry(&self.cfg.key)
+                .and_then(|e| e.owner)
+                .is_some_and(|o| s.clients[usize::from(o)].holding())
+        };
+        match action {
+            Action::Pause(c)
+            | Action::Crash(c)
+            | Action::ClientClockJump(c)
+            | Action::Partition(c, _)
+            | Action::LoseReply(c, _) => s.clients[usize::from(c)].holding(),
+            Action::Restart(n) | Action::NodeClockJump(n) => keeps_a_holders_entry(usize::from(n)),
+            Action::Failover(m, _) | Action::SplitBrain(m, ..) => {
+                keeps_a_holders_entry(usize::from(s.serving[usize::from(m)]))
+            }
+            _ => false,
+        }
     }
 
     /// The vacuity guard: some client completed its critical section.

@@ -229,11 +229,15 @@ pub struct Progress {
 /// purchase guard).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {
-    /// Per fault kind (bit `k` for [`FaultKind::ALL`]`[k]`): some explored step injects
-    /// it while a client holds the lock.
+    /// Per fault kind (bit `k` for [`FaultKind::ALL`]`[k]`): some explored step strikes a
+    /// hold with it: a client fault of a holder, a node fault of a node that keeps a
+    /// holder's lock entry (a failover or split brain of its slot).
     faults_during_hold: u32,
-    /// Some client attempts to acquire while another holds the lock (it believes) but
-    /// its lease is gone.
+    /// Some explored state has a holder that still believes it holds (in its critical
+    /// section, or re-entering) while its lease is gone: it ran out, or its key vanished
+    /// ([`LockModel::lease_lost`]).
+    pub lease_lost: bool,
+    /// Some client attempts to acquire while such a holder's lease is gone.
     pub attempt_after_loss: bool,
 }
 
@@ -246,16 +250,26 @@ impl Coverage {
 
     fn merge(&mut self, other: &Coverage) {
         self.faults_during_hold |= other.faults_during_hold;
+        self.lease_lost |= other.lease_lost;
         self.attempt_after_loss |= other.attempt_after_loss;
+    }
+
+    /// Whether a lease can be lost under a believing holder and no client ever
+    /// attempts afterwards: a "holds" would not have tested what a late attempt does.
+    pub fn no_attempt_after_loss(&self) -> bool {
+        self.lease_lost && !self.attempt_after_loss
     }
 
     /// Record the step `action` taken from `s`.
     pub(crate) fn record(&mut self, model: &LockModel, s: &State, action: Action) {
         if let Some(kind) = FaultKind::of(&action) {
-            if s.clients.iter().any(|c| c.holding()) {
+            if model.strikes_a_hold(s, action) {
                 let k = FaultKind::ALL.iter().position(|f| *f == kind).unwrap_or(0);
                 self.faults_during_hold |= 1 << k;
             }
+        }
+        if !self.lease_lost {
+            self.lease_lost = (0..s.clients.len()).any(|d| model.lease_lost(s, d));
         }
         if self.attempt_after_loss {
             return;
@@ -270,8 +284,8 @@ impl Coverage {
             _ => None,
         };
         if let Some(c) = attempting {
-            self.attempt_after_loss = (0..s.clients.len())
-                .any(|d| d != c as usize && s.clients[d].holding() && !model.lease_held(s, d));
+            self.attempt_after_loss =
+                (0..s.clients.len()).any(|d| d != c as usize && model.lease_lost(s, d));
         }
     }
 }

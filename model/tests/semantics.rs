@@ -430,3 +430,109 @@ fn a_split_brain_leaves_replicas_on_both_sides() {
         "node2 acknowledges"
     );
 }
+
+/// Redlock's client contract: the validity an acquire leaves (ttl − elapsed − the
+/// drift allowance) must cover the holder's work, or the holder gives the lock back.
+/// Then the allowance decides: masters whose clocks run one tick fast break mutual
+/// exclusion without an allowance and not with one tick of it; without drift both
+/// hold. Before, the holder never looked at its validity, and the allowance changed
+/// nothing (the same states with 0 and 4).
+#[test]
+fn redlocks_drift_allowance_decides_the_verdict() {
+    let verdict = |drift: u32, allowance: u32| {
+        let sc = parse(
+            &text("redlock", 5, 1, 8, "")
+                .replace(
+                    "horizon = 8",
+                    &format!("horizon = 8\nnode_drift = {drift}\ndrift_allowance = {allowance}"),
+                )
+                .replace("[timing]", "[topology]\nmasters = 1\n[timing]"),
+        );
+        let r = check(&sc);
+        assert!(r.purchased, "drift {drift}, allowance {allowance}");
+        r.counterexample(Property::MutualExclusion)
+            .map(|path| path.iter().any(|a| matches!(a, Action::NodeDrift(_))))
+    };
+    assert_eq!(verdict(1, 0), Some(true), "violated, by drift");
+    assert_eq!(verdict(1, 1), None);
+    assert_eq!(verdict(0, 0), None);
+    assert_eq!(verdict(0, 1), None);
+}
+
+/// Coverage that can fail: a lease lost under a holder that still believes it holds,
+/// and nobody attempting afterwards, makes a "holds" vacuous. watchdog-lost-renewal with
+/// one attempt per client: the renewal's reply is lost, the watchdog stops, the lease
+/// runs out under the long critical section, but the other client has tried already;
+/// arriving at any tick, it gets in.
+#[test]
+fn no_attempt_after_a_lost_lease_is_reported() {
+    let body = |arrival: &str| {
+        parse(
+            &text("watchdog", 6, 7, 15, "[faults]\nlost_replies = 1").replace(
+                "count = 2",
+                &format!("count = 2\nattempts = 1\narrival = \"{arrival}\""),
+            ),
+        )
+    };
+    let once = check(&body("start"));
+    assert!(once.coverage.lease_lost);
+    assert!(!once.coverage.attempt_after_loss);
+    assert!(once.coverage.no_attempt_after_loss());
+    assert!(once.counterexample(Property::MutualExclusion).is_none());
+    let any = check(&body("any"));
+    assert!(any.coverage.attempt_after_loss);
+    assert!(any.counterexample(Property::MutualExclusion).is_some());
+}
+
+/// A release whose DEL ran while its reply was on the wire is no lost lease, and a
+/// fault of a client that does not hold the lock strikes no hold. Before, both counted:
+/// an attempt after any release met `attempt_after_loss`, and a lost reply to another
+/// client's acquire met "a lost reply struck a hold".
+#[test]
+fn coverage_counts_only_what_strikes_a_hold() {
+    let calm = check(&scenario("lua-release", 8, 1, 10, ""));
+    assert!(calm.counterexample(Property::MutualExclusion).is_none());
+    assert!(!calm.coverage.lease_lost, "no lease is lost without faults");
+    assert!(!calm.coverage.attempt_after_loss);
+    let sc = scenario("lua-release", 5, 1, 10, "[faults]\nlost_replies = 1");
+    let model = LockModel::new(&sc);
+    use Action::*;
+    // client1 holds; client2's SET ran and its reply is on the wire.
+    let states = replay(
+        &model,
+        &[
+            Acquire(0),
+            Deliver(0, 0),
+            Receive(0, 0),
+            Acquire(1),
+            Deliver(1, 0),
+        ],
+    )
+    .unwrap();
+    let s = states.last().unwrap();
+    assert!(s.clients[0].holding());
+    assert!(
+        !model.strikes_a_hold(s, LoseReply(1, 0)),
+        "client2 holds nothing"
+    );
+    let released = replay(
+        &model,
+        &[
+            Acquire(0),
+            Deliver(0, 0),
+            Receive(0, 0),
+            Read(0),
+            Tick,
+            Write(0),
+            Release(0),
+            Deliver(0, 0),
+        ],
+    )
+    .unwrap();
+    let s = released.last().unwrap();
+    assert!(
+        model.strikes_a_hold(s, LoseReply(0, 0)),
+        "the holder's release reply"
+    );
+    assert!(!model.lease_lost(s, 0), "its own DEL ran: no lease lost");
+}

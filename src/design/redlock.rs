@@ -1,7 +1,8 @@
 //! `redlock`: the lock on N independent masters. Acquire sends `SET key token NX PX ttl`
 //! to every master at once; it holds when a majority (N/2+1) granted it and the validity
-//! left, ttl − elapsed − drift, is positive. Otherwise it releases every master (partial
-//! grants included) before reporting the failure. Release and extend go to all masters.
+//! left, ttl − elapsed − drift, is positive, or longer than the holder needs
+//! ([`LockConfig::min_validity`]). Otherwise it releases every master (partial grants
+//! included) before reporting the failure. Release and extend go to all masters.
 //!
 //! Safe against crashed or unreachable minorities, given bounded pauses, bounded clock
 //! drift and persistence. Broken by a holder pause longer than the validity, by a clock
@@ -254,7 +255,8 @@ impl Protocol for Redlock {
                     fence: None,
                     holds: 1,
                 };
-                if count >= quorum && lease_end > now {
+                let needed = Millis::try_from(cfg.min_validity).unwrap_or(Millis::MAX);
+                if count >= quorum && lease_end.saturating_sub(now) > needed {
                     self.phase = Phase::Held(grant.clone());
                     Step::done(Outcome::Acquired(grant))
                 } else {
@@ -334,6 +336,34 @@ mod tests {
     use super::*;
     use crate::design_id::DesignId;
     use crate::machine::NoAnswer;
+
+    /// An acquire holds only with more validity left than the holder needs: with a
+    /// 100 ms ttl, 2 ms drift and 40 ms elapsed, 58 ms are left: enough for 57, not 58.
+    #[test]
+    fn an_acquire_needs_more_validity_than_min_validity() {
+        let acquire = |needed: u64| {
+            let mut cfg = LockConfig::new(DesignId::Redlock, "k", 100);
+            cfg.masters = 1;
+            cfg.drift_ppm = 0;
+            cfg.min_validity = needed;
+            let mut m = Redlock::new(1);
+            m.acquire(&cfg, 0, "t1");
+            m.on_answer(&cfg, 0, Ok(Reply::Ok), 40).outcome
+        };
+        assert!(matches!(acquire(57), Some(Outcome::Acquired(_))));
+        assert_eq!(acquire(58), None, "the grant is given back first");
+        let mut cfg = LockConfig::new(DesignId::Redlock, "k", 100);
+        (cfg.masters, cfg.drift_ppm, cfg.min_validity) = (1, 0, 58);
+        let mut m = Redlock::new(1);
+        m.acquire(&cfg, 0, "t1");
+        let undo = m.on_answer(&cfg, 0, Ok(Reply::Ok), 40);
+        assert_eq!(undo.sends.len(), 1, "the grant is released");
+        let done = m.on_answer(&cfg, 0, Ok(Reply::Int(1)), 41);
+        assert_eq!(
+            done.outcome,
+            Some(Outcome::Denied(Denied::NoValidity { granted: 1 }))
+        );
+    }
 
     /// A machine with masters renamed answers the renamed masters as the original answers
     /// the original ones.

@@ -57,6 +57,7 @@ pub struct LockBuilder {
     timeouts: NodeTimeouts,
     drift_factor: Option<f64>,
     drift_fixed: Option<Duration>,
+    min_validity: Duration,
     fencing: bool,
     wait_replicas: u32,
     wait_timeout: Duration,
@@ -91,6 +92,7 @@ impl LockBuilder {
             timeouts: NodeTimeouts::default(),
             drift_factor: None,
             drift_fixed: None,
+            min_validity: Duration::ZERO,
             fencing: false,
             wait_replicas: 0,
             wait_timeout: Duration::from_millis(100),
@@ -294,6 +296,15 @@ impl LockBuilder {
         self
     }
 
+    /// Redlock: the validity the holder needs for its work. An acquire that leaves no
+    /// more than this (ttl − elapsed − drift) gives its grants back and fails
+    /// (`Denied::NoValidity`), so a holder never starts work its lease cannot cover.
+    /// Default: zero (any validity left).
+    pub fn min_validity(mut self, needed: Duration) -> Self {
+        self.min_validity = needed;
+        self
+    }
+
     /// Take a fencing token (`INCR {key}:fence` on node 0) with every acquire; the guard
     /// shows it as [`LockGuard::fencing_token`](super::LockGuard::fencing_token).
     pub fn fencing(mut self, on: bool) -> Self {
@@ -460,6 +471,24 @@ impl LockBuilder {
                 cfg.drift(),
                 cfg.ttl
             ));
+        }
+        if !self.min_validity.is_zero() {
+            if !self.design.multi_master() {
+                return bad(format!(
+                    "min_validity is Redlock's; `{}` reports no validity",
+                    self.design
+                ));
+            }
+            let needed = u64::try_from(self.min_validity.as_millis()).unwrap_or(u64::MAX);
+            if needed >= cfg.ttl - cfg.drift() {
+                return bad(format!(
+                    "min_validity ({needed} ms) is not below the {} ms ttl less the {} ms drift \
+                     allowance: no acquire could hold",
+                    cfg.ttl,
+                    cfg.drift()
+                ));
+            }
+            cfg.min_validity = needed;
         }
         cfg.fencing = self.fencing;
         cfg.wait_replicas = self.wait_replicas;

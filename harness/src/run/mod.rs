@@ -156,6 +156,7 @@ pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     cfg.ttl = u64::from(scenario.timing.ttl) * tick_ms;
     cfg.renew_every = cfg.renew_every.map(|ticks| ticks * tick_ms);
     cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
+    cfg.min_validity = cfg.min_validity.saturating_mul(tick_ms);
     // WAIT must not outlast a tick: the model answers it within one step.
     cfg.wait_timeout_ms = (tick_ms / 5).max(5);
     cfg
