@@ -549,13 +549,7 @@ impl AdapterClients {
             }
             slots.iter_mut().filter_map(|s| s.task.take()).collect()
         };
-        let deadline = tokio::time::Instant::now() + grace;
-        for mut t in tasks {
-            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
-                t.abort();
-                let _ = t.await;
-            }
-        }
+        super::fleet::finish(tasks, grace).await;
     }
 }
 

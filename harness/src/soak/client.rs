@@ -252,12 +252,7 @@ impl DriverClients {
             }
             slots.iter_mut().filter_map(|s| s.task.take()).collect()
         };
-        let deadline = tokio::time::Instant::now() + grace;
-        for mut t in tasks {
-            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
-                t.abort();
-            }
-        }
+        super::fleet::finish(tasks, grace).await;
     }
 }
 

@@ -6,14 +6,15 @@
 use std::time::Duration;
 
 use locklab::driver::{ClockShift, PauseGate};
+use tokio::task::JoinHandle;
 
 use super::adapter::AdapterClients;
 use super::client::DriverClients;
 
 /// The soak's clients.
 pub enum Clients {
-    /// The production driver, one task per client.
-    Driver(DriverClients),
+    /// The production driver, one task per client (boxed: its spec is large).
+    Driver(Box<DriverClients>),
     /// A third-party library, one adapter process per client.
     Adapter(AdapterClients),
 }
@@ -93,6 +94,19 @@ impl Clients {
         match self {
             Clients::Driver(_) => None,
             Clients::Adapter(a) => a.fatal(),
+        }
+    }
+}
+
+/// Wait until `grace` is over for the clients' `tasks` to finish their rounds, and
+/// abort those that did not (waiting until they are gone, so that what they own is
+/// dropped).
+pub(super) async fn finish(tasks: Vec<JoinHandle<()>>, grace: Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    for mut t in tasks {
+        if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
+            t.abort();
+            let _ = t.await;
         }
     }
 }

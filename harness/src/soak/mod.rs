@@ -678,13 +678,13 @@ pub async fn soak(
     let stop = Arc::new(AtomicBool::new(false));
     let spec = client::Spec::of(scenario);
     let clients = match &options.client {
-        None => Clients::Driver(client::DriverClients::start(
+        None => Clients::Driver(Box::new(client::DriverClients::start(
             spec.clone(),
             urls,
             recorder.clone(),
             stop.clone(),
             options.seed,
-        )),
+        ))),
         Some(command) => {
             let cfg = crate::run::lock_config(scenario, scenario.timing.tick_ms);
             let renew_every = cfg.renews().then(|| cfg.renew_interval());
