@@ -30,12 +30,17 @@ def row(report):
         soak_text += f" ({sections} sections)"
     model = report["model"]
     violated = [m for m in model if m["model"].startswith("violated")]
-    model_text = ", ".join(f"{SHORT[m['property']]} {m['model'].removeprefix('violated ')}" for m in violated) or "holds"
-    if any(m["model"].startswith("not proven") for m in model):
-        model_text += " (search stopped)"
+    unproven = [m for m in model if m["model"].startswith("not proven")]
+    model_text = ", ".join(f"{SHORT[m['property']]} {m['model'].removeprefix('violated ')}" for m in violated)
+    if unproven:
+        rest = ", ".join(SHORT[m["property"]] for m in unproven)
+        model_text = (model_text + "; " if model_text else "") + f"{rest} not proven (search stopped at the time limit)"
+    model_text = model_text or "holds"
     verdicts = {m["agreement"] for m in model if m["agreement"] != "-"}
     if verdicts == {"agree"}:
         agree = "agree"
+    elif not verdicts:
+        agree = "no proof to compare"
     else:
         agree = "; ".join(
             f"{SHORT[m['property']]}: {m['agreement']}" for m in model if m["agreement"] not in ("agree", "-")

@@ -7,8 +7,8 @@ ttl. Each try sets the key on every master in parallel and returns as soon as a
 majority said yes while `ttl - elapsed - (ttl * 0.01 + 2 ms)` is positive, without
 waiting for the other masters; a failed try releases every master. The value is a new
 uuid4 per try (`_uuid`, reported so that the harness knows whose key it sees).
-The masters are redis-py's default clients, with socket timeouts set to the soak's
-command timeout; their retries on connection errors stay on.
+The masters are `redis.Redis.from_url(url)` clients with socket timeouts set to the
+soak's command timeout (made so, redis-py does not retry on a connection error).
 """
 
 import os

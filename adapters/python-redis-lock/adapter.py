@@ -6,8 +6,8 @@ One `Lock` per attempt, with the harness's token as its `id`, `expire` = the ttl
 whole seconds (the library counts seconds: SET NX EX), `acquire(blocking=False)`.
 --auto-renewal: the library's renewal thread extends the lock every expire*2/3 s while
 held (it dies, silently for the holder, on the first failed extend).
-The client is redis-py's default one, with socket timeouts set to the soak's command
-timeout; its retries on connection errors stay on.
+The client is `redis.StrictRedis.from_url(url)` with socket timeouts set to the
+soak's command timeout (made so, redis-py does not retry on a connection error).
 """
 
 import argparse

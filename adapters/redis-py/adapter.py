@@ -7,8 +7,10 @@ one ttl (`blocking_timeout`); without it one try (`blocking=False`).
 --extend: the application calls `lock.extend(ttl)` while it holds the lock (the
 library's default: the ttl is added to what is left); the scenario renews with the
 library's extend script.
-The client is redis-py's default one, with socket timeouts set to the soak's command
-timeout; its retries on connection errors (10, backing off to 1 s) stay on.
+The client is made as applications often make it, `redis.Redis.from_url(url)`, with
+socket timeouts set to the soak's command timeout. Made so, redis-py 8.1.0 does not
+retry a command on a connection error (a client made with `redis.Redis(host=...,
+port=...)` retries 10 times): a lost reply is a ConnectionError to the caller.
 """
 
 import argparse
