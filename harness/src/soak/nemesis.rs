@@ -12,7 +12,8 @@
 //!
 //! The faults, on the run engine's [`Nemesis`](crate::run::nemesis::Nemesis):
 //!
-//! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate) (scenario `pauses`);
+//! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate), and an adapter
+//!   client's process stopped ([`Clients::pause`]) (scenario `pauses`);
 //! - `crash`: the client's task is aborted, and the client comes back as a new process
 //!   after the drawn length (`crashes`). Every other crash strikes a client in the
 //!   middle of an acquire instead of a holder: its gate is closed first, so that it
