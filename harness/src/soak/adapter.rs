@@ -71,6 +71,20 @@ impl AdapterCommand {
     }
 }
 
+/// The process groups of the adapters running in this process: an interrupted soak
+/// exits without dropping its clients, and kills them from here ([`kill_running`]).
+static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Kill every adapter this process started and that still runs (Ctrl-C, SIGTERM: the
+/// process is about to exit without dropping its clients; a stopped adapter would
+/// never notice its stdin closing).
+pub fn kill_running() {
+    let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
+    for pgid in groups {
+        signal_group(pgid, libc::SIGKILL);
+    }
+}
+
 /// Sends `signal` to process group `pgid` (the adapter and anything it started).
 fn signal_group(pgid: i32, signal: i32) {
     if pgid > 0 {
@@ -99,6 +113,10 @@ struct Process {
 
 impl Drop for Process {
     fn drop(&mut self) {
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|&g| g != self.pgid);
         signal_group(self.pgid, libc::SIGKILL);
         let _ = self.child.start_kill();
         let _ = self.child.try_wait();
@@ -120,6 +138,7 @@ impl Process {
             .map_err(|e| format!("client{}: cannot start the adapter `{command}`: {e}", c + 1))?;
         let pid = child.id().unwrap_or(0);
         let pgid = i32::try_from(pid).unwrap_or(0);
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
         let stderr = Arc::new(Mutex::new(VecDeque::new()));
