@@ -596,3 +596,80 @@ fn adapters_that_exit_babble_or_hang_stop_the_soak_naming_the_client_and_the_lin
         assert_eq!(owned_by(pid), Vec::<String>::new(), "{name}: {stderr}");
     }
 }
+
+/// Process `pid`'s state letter and parent, from /proc (`None`: gone).
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) S ppid ...`: the command may hold spaces, the state follows its `)`.
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((state, rest.next()?.parse().ok()?))
+}
+
+/// Every process below `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            all.iter()
+                .filter(|&&p| proc_stat(p).is_some_and(|(_, pp)| pp == parent)),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[test]
+fn an_interrupted_adapter_soak_kills_its_adapters_even_a_paused_one() {
+    // A paused adapter is stopped (SIGSTOP): it would never see its stdin close.
+    require_environment();
+    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["soak", "adapters/redis-py/redis-py.toml", "--seconds", "60"])
+        .args(["--fault", "pauses", "--client", &redis_py().command])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    let adapters = loop {
+        let below = descendants(pid);
+        if below
+            .iter()
+            .any(|&p| proc_stat(p).is_some_and(|(s, _)| s == 'T'))
+        {
+            break below;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no adapter was paused within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let kill = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    std::thread::sleep(Duration::from_millis(500));
+    let left: Vec<u32> = adapters
+        .into_iter()
+        .filter(|&p| proc_stat(p).is_some_and(|(s, _)| s != 'Z'))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "adapter processes left: {left:?}\n{stderr}"
+    );
+    assert_eq!(owned_by(pid), Vec::<String>::new(), "{stderr}");
+}

@@ -75,10 +75,15 @@ impl AdapterCommand {
 /// exits without dropping its clients, and kills them from here ([`kill_running`]).
 static RUNNING: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// Set by [`kill_running`]: the process is exiting on a signal, and an adapter that
+/// dies now died of it (its client waits for the exit instead of reporting an error).
+static KILLED: AtomicBool = AtomicBool::new(false);
+
 /// Kill every adapter this process started and that still runs (Ctrl-C, SIGTERM: the
 /// process is about to exit without dropping its clients; a stopped adapter would
 /// never notice its stdin closing).
 pub fn kill_running() {
+    KILLED.store(true, Ordering::SeqCst);
     let groups = std::mem::take(&mut *RUNNING.lock().unwrap_or_else(|e| e.into_inner()));
     for pgid in groups {
         signal_group(pgid, libc::SIGKILL);
@@ -177,6 +182,10 @@ impl Process {
 
     /// The adapter is gone: how it ended, and its last words.
     async fn exited(&mut self, what: &str) -> String {
+        if KILLED.load(Ordering::SeqCst) {
+            // Killed by an interrupt: the process exits as the signal says.
+            std::future::pending::<()>().await;
+        }
         // Its stderr may still be draining.
         tokio::time::sleep(Duration::from_millis(100)).await;
         let status = match tokio::time::timeout(Duration::from_secs(1), self.child.wait()).await {
