@@ -859,6 +859,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_fault_keeps_that_budget_alone_and_refuses_what_the_topology_cannot_have() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/lua-release-failover.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        sc.faults.pauses = 3;
+        sc.faults.restarts = 1;
+        let one = one_fault(&sc, FaultKind::Pauses).unwrap();
+        assert_eq!(one.faults.pauses, 3, "the file's budget is kept");
+        assert_eq!(one.faults.total(), 3, "{:?}", one.faults);
+        let one = one_fault(&sc, FaultKind::ClockJumps).unwrap();
+        assert_eq!((one.faults.clock_jumps, one.faults.total()), (1, 1));
+        assert_eq!(
+            one_fault(&sc, FaultKind::SlowSteps).unwrap().faults.total(),
+            0
+        );
+        sc.topology.replicas = 0;
+        let e = one_fault(&sc, FaultKind::Failovers).unwrap_err();
+        assert!(e.contains("replicas = 0"), "{e}");
+        assert_eq!("lost_replies".parse(), Ok(FaultKind::LostReplies));
+        assert!("pause".parse::<FaultKind>().unwrap_err().contains("pauses"));
+    }
+
+    #[test]
     fn tokens_name_their_client() {
         assert_eq!(owner_of(&format!("{}:7", client_id(3, 2))), Some(3));
         assert_eq!(owner_of("c12.1:0"), Some(12));
