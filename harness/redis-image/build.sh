@@ -17,6 +17,9 @@
 #   --force       rebuild even if the image already exists
 #   --no-verify   skip the smoke test (PING; TIME jumping under libclockshift)
 #
+# Then adapters/install.sh installs the Python lock libraries of the soak's adapters
+# (adapters/requirements.txt, pinned) into adapters/.venv.
+#
 # Idempotent: when the image already exists it is not rebuilt, only verified.
 # Works non-interactively (CI=true, no stdin). Host packages are installed with
 # apt-get only when missing (redis-server; redis-tools for redis-cli; gcc and
@@ -287,3 +290,7 @@ fi
 
 if [ "$VERIFY" -eq 1 ]; then verify_image; fi
 log "done: $IMAGE"
+
+# The lock libraries the soak's adapters drive (adapters/), which the adapter tests
+# run: pinned, into the project-local adapters/.venv (idempotent).
+bash "$HERE/../../adapters/install.sh"

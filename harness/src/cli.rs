@@ -180,6 +180,25 @@ pub struct SoakArgs {
     /// faults (the model's step delays), to see the declared faults alone.
     #[arg(long)]
     pub no_slow_steps: bool,
+    /// Soak a third-party lock library through an adapter (docs/ADAPTERS.md) instead of
+    /// the production driver: CMD is started with `sh -c` once per client and driven
+    /// over its stdin and stdout; the scenario is the library's model.
+    #[arg(long, value_name = "CMD")]
+    pub client: Option<String>,
+    /// How long the adapter may take to answer one request (paused time not counted).
+    #[arg(long, value_name = "SECONDS", requires = "client", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub client_timeout: Option<u64>,
+    /// One fault kind only, a `[faults]` key (pauses, crashes, lost_replies, partitions,
+    /// failovers, split_brains, restarts, clock_jumps) or slow_steps (the slow clients
+    /// alone): the soak injects that kind alone, and the model checks the scenario with
+    /// that budget only (1 unless the file sets more); the soak is judged against the
+    /// model's verdicts, printed beside it.
+    #[arg(long, value_name = "KIND")]
+    pub fault: Option<locklab_harness::soak::FaultKind>,
+    /// With --fault: stop the model search after SECONDS (a property it did not break
+    /// by then is reported as not proven, never as holding).
+    #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub model_time_limit: u64,
     /// Write the history and the result as JSON to FILE, and the timeline picture next
     /// to it (FILE with the extension .svg).
     #[arg(long, value_name = "FILE")]

@@ -38,6 +38,8 @@ pub fn remove_containers_on_interrupt() {
         eprintln!(
             "\nlocklab: {name}: stopping, removing this run's containers (no report is written)"
         );
+        // A soak's adapter processes first: one stopped by a pause would outlive us.
+        locklab_harness::soak::adapter::kill_running();
         match locklab_cluster::remove_own() {
             Ok(removed) => {
                 let count = |n: usize, what: &str| match n {

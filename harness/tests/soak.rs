@@ -2,13 +2,20 @@
 //! them these tests fail with the message that says what to do, they never skip):
 //! a short soak of a known-broken design with a forced fault finds the violation, one
 //! of a design that holds finds none, and neither leaves a container behind.
+//!
+//! `locklab soak --client`: redis-py's `Lock` through its adapter (adapters/redis-py;
+//! adapters/.venv is needed, which `harness/redis-image/build.sh` installs) breaks under
+//! a pause longer than its lease and holds under the same pauses with a long one;
+//! adapters that exit, babble or hang stop the soak with an error naming the client and
+//! the line, exit 2, and leave no process or container behind.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use locklab_harness::run::history::Event;
-use locklab_harness::soak::{self, SoakOptions, SoakOutcome};
+use locklab_harness::soak::adapter::AdapterCommand;
+use locklab_harness::soak::{self, FaultKind, SoakOptions, SoakOutcome};
 use locklab_model::scenario::{Expectation, Property, Scenario};
 
 fn scenario(name: &str) -> Scenario {
@@ -59,15 +66,12 @@ fn run(scenario: &Scenario, options: &SoakOptions) -> SoakOutcome {
     outcome
 }
 
-#[test]
-fn a_pause_longer_than_the_lease_breaks_lua_release_in_a_short_soak() {
-    require_environment();
-    let sc = scenario("lua-release-pause");
-    let mut options = declared_faults(&sc, 4, 3);
-    // Forced: the first pause comes early and every pause outlasts the lease.
+/// A soak whose pauses (the first early, every one `lengths` ttls long) strike holders:
+/// it must break mutual exclusion, and a pause must lie in the stretch that shows it.
+fn paused_holders_overlap(sc: &Scenario, mut options: SoakOptions) -> SoakOutcome {
     options.first_fault = Some(Duration::from_millis(300));
     options.fault_ttls = (2.0, 2.5);
-    let o = run(&sc, &options);
+    let o = run(sc, &options);
     assert!(
         o.faults.iter().any(|f| f.kind == "pause" && f.aimed),
         "no pause struck a holder: {:?}",
@@ -89,8 +93,62 @@ fn a_pause_longer_than_the_lease_breaks_lua_release_in_a_short_soak() {
         .entries
         .iter()
         .any(|e| e.ms >= a && e.ms <= b && matches!(e.event, Event::Pause { .. })));
+    o
+}
+
+#[test]
+fn a_pause_longer_than_the_lease_breaks_lua_release_in_a_short_soak() {
+    require_environment();
+    let sc = scenario("lua-release-pause");
+    let o = paused_holders_overlap(&sc, declared_faults(&sc, 4, 3));
     let svg = soak::timeline::svg(&o, "test");
     assert!(svg.starts_with("<svg") && svg.contains("mutual_exclusion"));
+}
+
+/// The redis-py adapter, run by the project's virtual environment.
+fn redis_py() -> AdapterCommand {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join("adapters/.venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `bash harness/redis-image/build.sh` (it installs the adapters' libraries)",
+        python.display()
+    );
+    let adapter = root.join("adapters/redis-py/adapter.py");
+    AdapterCommand::new(format!("{} {}", python.display(), adapter.display()))
+}
+
+#[test]
+fn redis_py_lock_breaks_under_a_pause_longer_than_its_lease_and_holds_under_a_long_one() {
+    require_environment();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/redis-py/redis-py.toml");
+    let sc = soak::one_fault(&Scenario::load(&path).unwrap(), FaultKind::Pauses).unwrap();
+    // A 500 ms lease, pauses of 1 to 1.25 s.
+    let mut options = declared_faults(&sc, 4, 3);
+    options.client = Some(redis_py());
+    let o = paused_holders_overlap(&sc, options);
+    let a = o.adapter.as_ref().expect("an adapter soak");
+    assert!(a.library.starts_with("redis-py "), "{a:?}");
+    // The same library and pauses against a 5 s lease: the holder resumes in time.
+    let mut long = sc.clone();
+    long.timing.ttl *= 10;
+    let mut options = declared_faults(&long, 4, 3);
+    options.first_fault = Some(Duration::from_millis(300));
+    options.fault_ttls = (0.2, 0.25);
+    options.client = Some(redis_py());
+    let o = run(&long, &options);
+    let paused: Vec<_> = o
+        .faults
+        .iter()
+        .filter(|f| f.kind == "pause" && f.aimed)
+        .collect();
+    assert!(
+        !paused.is_empty() && paused.iter().all(|f| f.end_ms - f.start_ms >= 950.0),
+        "no pause of a second struck a holder: {:?}",
+        o.faults
+    );
+    assert!(o.counts.purchases > 5, "{:?}", o.counts);
+    assert!(o.verdicts.violations.is_empty(), "{:?}", o.verdicts);
 }
 
 #[test]
@@ -460,14 +518,158 @@ fn an_interrupted_soak_removes_its_containers_and_exits_130() {
         std::thread::sleep(Duration::from_millis(200));
     }
     std::thread::sleep(Duration::from_secs(2));
+    interrupt(child);
+}
+
+/// Ctrl-C to a running `locklab` command: it exits 130, saying so, and leaves none of
+/// its containers. Returns its stderr.
+fn interrupt(child: std::process::Child) -> String {
+    let pid = child.id();
     let kill = Command::new("kill")
         .args(["-INT", &pid.to_string()])
         .status()
         .unwrap();
     assert!(kill.success());
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("SIGINT"), "{stderr}");
     assert_eq!(owned_by(pid), Vec::<String>::new(), "left behind: {stderr}");
+    stderr
+}
+
+/// The processes whose command line holds `marker`.
+fn processes_with(marker: &str) -> Vec<String> {
+    let out = Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn adapters_that_exit_babble_or_hang_stop_the_soak_naming_the_client_and_the_line() {
+    require_environment();
+    let ready = r#"echo '{"ready": true, "library": "broken 1"}'"#;
+    let cases = [
+        (
+            "exits",
+            format!("read -r l; {ready}; read -r l; echo 'adapter dies here' >&2; exit 3"),
+            [
+                "the adapter exited (exit status: 3) before answering request 2",
+                "adapter dies here",
+            ],
+        ),
+        (
+            "garbage",
+            format!("read -r l; {ready}; read -r l; echo 'garbage'"),
+            [
+                "stdout line 2, the answer to `acquire`, is not JSON",
+                "\"garbage\"",
+            ],
+        ),
+        (
+            "hangs",
+            format!("read -r l; {ready}; read -r l; sleep 300"),
+            ["no answer to request 2", "within 1 s"],
+        ),
+    ];
+    for (name, script, expected) in cases {
+        let marker = format!("locklab-test-adapter-{}-{name}", std::process::id());
+        // `$0` carries the marker, so that the adapter's processes can be found.
+        let command = format!("sh -c '{}' {marker}", script.replace('\'', r"'\''"));
+        let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+            .args(["soak", "adapters/redis-py/redis-py.toml", "--seconds", "20"])
+            .args(["--client", &command, "--client-timeout", "1"])
+            .arg("--no-slow-steps")
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.contains("soak redis-py: client1 (adapter `sh -c")
+                || stderr.contains("soak redis-py: client2 (adapter `sh -c"),
+            "{name}: the client is not named: {stderr}"
+        );
+        for e in expected {
+            assert!(stderr.contains(e), "{name}: `{e}` not in: {stderr}");
+        }
+        let left = processes_with(&marker);
+        assert!(left.is_empty(), "{name}: adapter processes left: {left:?}");
+        assert_eq!(owned_by(pid), Vec::<String>::new(), "{name}: {stderr}");
+    }
+}
+
+/// Process `pid`'s state letter and parent, from /proc (`None`: gone).
+fn proc_stat(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) S ppid ...`: the command may hold spaces, the state follows its `)`.
+    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((state, rest.next()?.parse().ok()?))
+}
+
+/// Every process below `pid`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            all.iter()
+                .filter(|&&p| proc_stat(p).is_some_and(|(_, pp)| pp == parent)),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
+
+#[test]
+fn an_interrupted_adapter_soak_kills_its_adapters_even_a_paused_one() {
+    // A paused adapter is stopped (SIGSTOP): it would never see its stdin close.
+    require_environment();
+    let child = Command::new(env!("CARGO_BIN_EXE_locklab"))
+        .args(["soak", "adapters/redis-py/redis-py.toml", "--seconds", "60"])
+        .args(["--fault", "pauses", "--client", &redis_py().command])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = std::time::Instant::now();
+    let adapters = loop {
+        let below = descendants(pid);
+        if below
+            .iter()
+            .any(|&p| proc_stat(p).is_some_and(|(s, _)| s == 'T'))
+        {
+            break below;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no adapter was paused within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = interrupt(child);
+    std::thread::sleep(Duration::from_millis(500));
+    let left: Vec<u32> = adapters
+        .into_iter()
+        .filter(|&p| proc_stat(p).is_some_and(|(s, _)| s != 'Z'))
+        .collect();
+    assert!(
+        left.is_empty(),
+        "adapter processes left: {left:?}\n{stderr}"
+    );
 }

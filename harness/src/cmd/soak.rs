@@ -1,20 +1,30 @@
-//! `locklab soak SCENARIO --seconds N [--clients C] [--seed S] [--json FILE]`: the
-//! production driver's clients run freely against real Redis for N seconds while a
+//! `locklab soak SCENARIO --seconds N [--clients C] [--seed S] [--client CMD] [--fault
+//! KIND] [--json FILE]`: the production driver's clients (or a third-party library's,
+//! through an adapter: `--client`) run freely against real Redis for N seconds while a
 //! seeded nemesis injects the scenario's fault kinds, aimed at the holder; the history
-//! is judged by the run engine's checker ([`locklab_harness::soak`]).
+//! is judged by the run engine's checker ([`locklab_harness::soak`]). With `--fault`
+//! the soak and the model both take one fault kind only, and the model's verdicts,
+//! searched here, are printed beside the soak's and are what it is judged against.
 //!
 //! Exit status (the CLI contract: 0 when verdicts match expectations):
-//! - 1 when a property the scenario expects to hold is violated, or when no client
-//!   completed a critical section (nothing was tested);
-//! - 0 otherwise: violations of properties the scenario expects violated are reported
-//!   as found, not as failures;
-//! - 2 for bad input, or no Docker engine / image.
+//! - 1 when a property expected to hold (by the scenario's `[expect]`, or with `--fault`
+//!   proven by the model) is violated, or when no client completed a critical section
+//!   (nothing was tested);
+//! - 0 otherwise: violations of properties expected violated are reported as found, not
+//!   as failures;
+//! - 2 for bad input (an adapter that breaks the protocol included), or no Docker
+//!   engine / image.
 
 use std::path::Path;
+use std::time::Duration;
 
 use locklab_harness::run::history::{Entry, Event};
-use locklab_harness::soak::{self, SoakOptions, SoakOutcome};
-use locklab_model::scenario::{Expectation, Scenario};
+use locklab_harness::run::RunError;
+use locklab_harness::soak::adapter::AdapterCommand;
+use locklab_harness::soak::{self, FaultKind, SoakOptions, SoakOutcome};
+use locklab_model::model::LockModel;
+use locklab_model::scenario::{Expectation, Property, Scenario};
+use locklab_model::search::{search, SearchOptions};
 use serde_json::{json, Value};
 
 use super::chaos::shell_word;
@@ -25,17 +35,116 @@ use crate::Failure;
 
 /// The command line that runs this soak again (same schedule seed; real timing varies).
 fn reproduce(args: &SoakArgs, clients: usize) -> String {
-    format!(
-        "locklab soak {} --seconds {} --clients {clients} --seed {}{}",
+    let mut line = format!(
+        "locklab soak {} --seconds {} --clients {clients} --seed {}",
         shell_word(&args.scenario),
         args.seconds,
         args.seed,
-        if args.no_slow_steps {
-            " --no-slow-steps"
-        } else {
-            ""
+    );
+    if let Some(cmd) = &args.client {
+        line.push_str(&format!(" --client {}", shell_word(cmd)));
+    }
+    if let Some(t) = args.client_timeout {
+        line.push_str(&format!(" --client-timeout {t}"));
+    }
+    if let Some(kind) = args.fault {
+        line.push_str(&format!(" --fault {}", kind.as_str()));
+    }
+    if args.no_slow_steps {
+        line.push_str(" --no-slow-steps");
+    }
+    line
+}
+
+/// The model's verdict on one property of the scenario a `--fault` soak runs.
+#[derive(Clone, Debug)]
+struct ModelVerdict {
+    property: Property,
+    /// Steps of its shortest counterexample, when violated.
+    counterexample: Option<usize>,
+    /// Whether the search finished (a property without a counterexample then holds).
+    complete: bool,
+}
+
+impl ModelVerdict {
+    fn expectation(&self) -> Expectation {
+        match (self.counterexample, self.complete) {
+            (None, true) => Expectation::Holds,
+            // Not proven: a soak that breaks it contradicts no proof.
+            _ => Expectation::Violated,
         }
-    )
+    }
+
+    fn describe(&self) -> String {
+        match (self.counterexample, self.complete) {
+            (Some(n), _) => format!("violated ({n} steps)"),
+            (None, true) => "holds".into(),
+            (None, false) => "not proven (the search stopped first)".into(),
+        }
+    }
+}
+
+/// The model's search of `scenario`: its verdicts, and a line about the search.
+fn model_verdicts(scenario: &Scenario, limit: Duration) -> (Vec<ModelVerdict>, String) {
+    let model = LockModel::new(scenario);
+    let options = SearchOptions {
+        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        time_limit: Some(limit),
+        ..SearchOptions::default()
+    };
+    let result = search(&model, &options, |_| {});
+    let verdicts = Property::ALL
+        .iter()
+        .map(|&p| ModelVerdict {
+            property: p,
+            counterexample: result.counterexample(p).map(<[_]>::len),
+            complete: result.complete,
+        })
+        .collect();
+    let line = format!(
+        "{} unique states, depth {}, {:.1} s{}{}",
+        result.unique_states,
+        result.depth,
+        result.seconds,
+        if result.complete {
+            ""
+        } else {
+            ", stopped by --model-time-limit"
+        },
+        if result.purchased {
+            ""
+        } else {
+            ", VACUOUS (no purchase)"
+        }
+    );
+    (verdicts, line)
+}
+
+/// What the soak is judged against: the scenario's `[expect]`, or with `--fault` the
+/// model's verdicts on the scenario with that fault only.
+struct Expected<'a> {
+    scenario: &'a Scenario,
+    model: Option<&'a [ModelVerdict]>,
+}
+
+impl Expected<'_> {
+    fn get(&self, p: Property) -> Expectation {
+        match self.model {
+            Some(verdicts) => verdicts
+                .iter()
+                .find(|v| v.property == p)
+                .map_or(Expectation::Violated, ModelVerdict::expectation),
+            None => self.scenario.expect.get(p),
+        }
+    }
+
+    fn by(&self) -> &'static str {
+        if self.model.is_some() {
+            "by the model"
+        } else {
+            "by the scenario"
+        }
+    }
 }
 
 fn client(c: usize) -> String {
@@ -131,11 +240,11 @@ fn busy_attempts(entries: &[&Entry]) -> std::collections::BTreeSet<usize> {
     hidden
 }
 
-fn expected(scenario: &Scenario, o: &SoakOutcome) -> (Vec<String>, Vec<String>) {
+fn expected(expect: &Expected, o: &SoakOutcome) -> (Vec<String>, Vec<String>) {
     let mut found = Vec::new();
     let mut unexpected = Vec::new();
     for v in &o.verdicts.violations {
-        match scenario.expect.get(v.property) {
+        match expect.get(v.property) {
             Expectation::Holds => unexpected.push(v.property.as_str().to_string()),
             Expectation::Violated => found.push(v.property.as_str().to_string()),
         }
@@ -143,7 +252,39 @@ fn expected(scenario: &Scenario, o: &SoakOutcome) -> (Vec<String>, Vec<String>) 
     (found, unexpected)
 }
 
-fn print(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome) {
+/// Per property: the model's verdict beside what the soak found, and whether they agree.
+fn agreement(
+    verdicts: &[ModelVerdict],
+    o: &SoakOutcome,
+) -> Vec<(Property, String, String, &'static str)> {
+    verdicts
+        .iter()
+        .map(|m| {
+            let found = o
+                .verdicts
+                .violations
+                .iter()
+                .find(|v| v.property == m.property);
+            let unjudged = o.unjudged.iter().any(|(p, _)| *p == m.property);
+            let soak = match (found, unjudged) {
+                (_, true) => "not judged".to_string(),
+                (Some(v), _) => format!("violated at {:.1} s", v.ms / 1000.0),
+                (None, _) => format!("none in {} critical sections", o.counts.critical_sections),
+            };
+            let verdict = match (unjudged, m.counterexample, m.complete, found.is_some()) {
+                (true, ..) => "-",
+                (_, Some(_), _, true) | (_, None, true, false) => "agree",
+                (_, Some(_), _, false) => "not found by the soak",
+                (_, None, true, true) => "DISAGREE: the model proves it holds",
+                (_, None, false, true) => "found; the model's search had stopped",
+                (_, None, false, false) => "-",
+            };
+            (m.property, m.describe(), soak, verdict)
+        })
+        .collect()
+}
+
+fn print(expect: &Expected, args: &SoakArgs, o: &SoakOutcome) {
     let c = &o.counts;
     println!(
         "operations: {} acquire attempts ({} acquired), {} releases",
@@ -178,6 +319,14 @@ fn print(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome) {
     for (p, why) in &o.unjudged {
         println!("not judged: {p}: {why}");
     }
+    if let Some(a) = &o.adapter {
+        let answers: Vec<String> = a
+            .answers
+            .iter()
+            .map(|((op, outcome), n)| format!("{op} {outcome}: {n}"))
+            .collect();
+        println!("library answers ({}): {}", a.library, answers.join("; "));
+    }
     if o.verdicts.violations.is_empty() {
         println!("violations: none");
     }
@@ -188,9 +337,9 @@ fn print(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome) {
             v.property,
             v.ms,
             v.detail,
-            match scenario.expect.get(v.property) {
-                Expectation::Holds => "expected to hold",
-                Expectation::Violated => "expected violated",
+            match expect.get(v.property) {
+                Expectation::Holds => format!("expected to hold {}", expect.by()),
+                Expectation::Violated => format!("expected violated {}", expect.by()),
             }
         );
         println!("  history {a:.1} - {b:.1} ms:");
@@ -219,8 +368,17 @@ fn print(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome) {
     }
 }
 
-fn to_json(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome, code: i32) -> Value {
-    let (found, unexpected) = expected(scenario, o);
+fn to_json(expect: &Expected, args: &SoakArgs, o: &SoakOutcome, code: i32) -> Value {
+    let scenario = expect.scenario;
+    let (found, unexpected) = expected(expect, o);
+    let model = expect.model.map(|verdicts| {
+        agreement(verdicts, o)
+            .into_iter()
+            .map(|(p, model, soak, verdict)| {
+                json!({"property": p.as_str(), "model": model, "soak": soak, "agreement": verdict})
+            })
+            .collect::<Vec<_>>()
+    });
     json!({
         "scenario": scenario.name,
         "design": scenario.design.to_string(),
@@ -238,7 +396,7 @@ fn to_json(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome, code: i32) -> 
                 "property": v.property.as_str(),
                 "ms": v.ms,
                 "detail": v.detail,
-                "expected": scenario.expect.get(v.property).as_str(),
+                "expected": expect.get(v.property).as_str(),
                 "interval_ms": [a, b],
             })
         }).collect::<Vec<_>>(),
@@ -246,6 +404,9 @@ fn to_json(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome, code: i32) -> 
         "unexpected": unexpected,
         "not_judged": o.unjudged.iter().map(|(p, why)| json!({"property": p.as_str(), "why": why})).collect::<Vec<_>>(),
         "not_injected": o.not_injected,
+        "fault": args.fault.map(FaultKind::as_str),
+        "model": model,
+        "adapter": o.adapter,
         "cluster": o.cluster,
         "elapsed_seconds": o.seconds,
         "exit_code": code,
@@ -255,8 +416,35 @@ fn to_json(scenario: &Scenario, args: &SoakArgs, o: &SoakOutcome, code: i32) -> 
 
 /// `locklab soak`: returns the exit status.
 pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
-    let scenario = resolve(&args.scenario)?;
+    let file = resolve(&args.scenario)?;
+    let scenario = match args.fault {
+        Some(kind) => {
+            if kind == FaultKind::SlowSteps && args.no_slow_steps {
+                return Err(Failure::BadInput(
+                    "--fault slow_steps runs the slow clients alone; --no-slow-steps leaves them out"
+                        .into(),
+                ));
+            }
+            soak::one_fault(&file, kind).map_err(Failure::BadInput)?
+        }
+        None => file,
+    };
     locklab_cluster::preflight().map_err(|e| Failure::Environment(e.to_string()))?;
+    let model = args.fault.map(|kind| {
+        let (verdicts, line) =
+            model_verdicts(&scenario, Duration::from_secs(args.model_time_limit));
+        let described: Vec<String> = verdicts
+            .iter()
+            .map(|v| format!("{} {}", v.property, v.describe()))
+            .collect();
+        println!(
+            "model of {} with {} only: {}; {line}",
+            scenario.name,
+            kind.as_str(),
+            described.join(", ")
+        );
+        verdicts
+    });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -265,7 +453,17 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
     if let Some(c) = args.clients {
         options.clients = usize::from(c);
     }
-    options.slow_steps = !args.no_slow_steps;
+    options.slow_steps = match args.fault {
+        Some(kind) => kind == FaultKind::SlowSteps,
+        None => !args.no_slow_steps,
+    };
+    options.client = args.client.as_ref().map(|cmd| {
+        let mut command = AdapterCommand::new(cmd.clone());
+        if let Some(t) = args.client_timeout {
+            command.answer_timeout = Duration::from_secs(t);
+        }
+        command
+    });
     let kinds: Vec<&str> = soak::nemesis::kinds(&scenario, options.slow_steps)
         .iter()
         .map(|k| k.as_str())
@@ -285,12 +483,53 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
             kinds.join(", ")
         }
     );
+    if let Some(cmd) = &args.client {
+        println!(
+            "clients: the adapter `{cmd}` (the scenario is the library's model){}",
+            if options.slow_steps {
+                format!("; {}", soak::adapter::ADAPTER_SLOW_STEPS)
+            } else {
+                String::new()
+            }
+        );
+    }
     let progress = |line: &str| eprintln!("soak: {line}");
     let outcome = runtime
         .block_on(soak::soak(&scenario, &options, &progress))
-        .map_err(|e| Failure::Environment(format!("soak {}: {e}", scenario.name)))?;
-    print(&scenario, args, &outcome);
-    let (found, unexpected) = expected(&scenario, &outcome);
+        .map_err(|e| match e {
+            // A broken adapter or a scenario it cannot run is bad input.
+            RunError::Client(what) if options.client.is_some() => {
+                Failure::BadInput(format!("soak {}: {what}", scenario.name))
+            }
+            e => Failure::Environment(format!("soak {}: {e}", scenario.name)),
+        })?;
+    if let Some(a) = &outcome.adapter {
+        println!(
+            "library: {} (key `{}`{})",
+            a.library,
+            a.key,
+            if a.extends {
+                ", extended by the harness while held"
+            } else {
+                ""
+            }
+        );
+    }
+    let expect = Expected {
+        scenario: &scenario,
+        model: model.as_deref(),
+    };
+    print(&expect, args, &outcome);
+    if let Some(verdicts) = &model {
+        println!("model beside soak:");
+        for (p, model, soak, verdict) in agreement(verdicts, &outcome) {
+            println!(
+                "  {:<20} model {model:<40} soak {soak:<32} {verdict}",
+                p.as_str()
+            );
+        }
+    }
+    let (found, unexpected) = expected(&expect, &outcome);
     let vacuous = outcome.counts.critical_sections == 0;
     let code = if unexpected.is_empty() && !vacuous {
         0
@@ -305,8 +544,16 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
         outcome.counts.critical_sections,
         outcome.faults.len(),
         match (found.is_empty(), unexpected.is_empty()) {
-            (_, false) => format!("VIOLATION of {} (expected to hold)", unexpected.join(", ")),
-            (false, true) => format!("found {} (expected violated)", found.join(", ")),
+            (_, false) => format!(
+                "VIOLATION of {} (expected to hold {})",
+                unexpected.join(", "),
+                expect.by()
+            ),
+            (false, true) => format!(
+                "found {} (expected violated {})",
+                found.join(", "),
+                expect.by()
+            ),
             (true, true) => "no violation".to_string(),
         },
         if vacuous {
@@ -316,7 +563,7 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
         }
     );
     if let Some(path) = &args.json {
-        let value = to_json(&scenario, args, &outcome, code);
+        let value = to_json(&expect, args, &outcome, code);
         let text = serde_json::to_string_pretty(&value).expect("JSON serializes");
         write_file(Path::new(path), &(text + "\n"))?;
         let svg_path = path.with_extension("svg");

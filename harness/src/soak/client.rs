@@ -78,7 +78,7 @@ impl Spec {
 
     /// The pause before another attempt after a busy or failed one: a quarter to a half
     /// of a tick, so that a lock that frees up is taken within half a tick.
-    fn retry_pause(&self, rng: &mut ChaCha8Rng) -> Duration {
+    pub(super) fn retry_pause(&self, rng: &mut ChaCha8Rng) -> Duration {
         let base = (self.tick_ms / 4).max(1);
         Duration::from_millis(base + rng.random_range(0..=base))
     }
@@ -134,8 +134,8 @@ struct Slot {
     generation: u32,
 }
 
-/// The soak's clients.
-pub struct Clients {
+/// The soak's driver clients.
+pub struct DriverClients {
     spec: Spec,
     urls: Vec<Vec<String>>,
     recorder: Arc<Recorder>,
@@ -144,7 +144,7 @@ pub struct Clients {
     slots: Mutex<Vec<Slot>>,
 }
 
-impl Clients {
+impl DriverClients {
     /// Start one task per client (`urls[c]`: client `c`'s link to each master).
     pub fn start(
         spec: Spec,
@@ -152,9 +152,9 @@ impl Clients {
         recorder: Arc<Recorder>,
         stop: Arc<AtomicBool>,
         seed: u64,
-    ) -> Clients {
+    ) -> DriverClients {
         let n = urls.len();
-        let clients = Clients {
+        let clients = DriverClients {
             spec,
             urls,
             recorder,
@@ -252,12 +252,7 @@ impl Clients {
             }
             slots.iter_mut().filter_map(|s| s.task.take()).collect()
         };
-        let deadline = tokio::time::Instant::now() + grace;
-        for mut t in tasks {
-            if tokio::time::timeout_at(deadline, &mut t).await.is_err() {
-                t.abort();
-            }
-        }
+        super::fleet::finish(tasks, grace).await;
     }
 }
 

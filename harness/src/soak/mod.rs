@@ -16,13 +16,22 @@
 //! - **checker**: the run engine's [`checker::check`](crate::run::checker::check) on
 //!   that history, for the model's properties.
 //!
+//! With an adapter ([`SoakOptions::client`], `locklab soak --client CMD`) the clients
+//! are a third-party library's instead ([`adapter`], over the [`protocol`]): one adapter
+//! process per client, the same nemesis ([`fleet::Clients`] answers it for both), the
+//! same history and checker.
+//!
 //! The containers are removed at the end, and on every error path (the cluster tears
 //! itself down when dropped; the tasks are aborted first).
 
+pub mod adapter;
 pub mod client;
+pub mod fleet;
 pub mod nemesis;
+pub mod protocol;
 pub mod timeline;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -32,6 +41,8 @@ use locklab::DesignId;
 use locklab_model::scenario::{Property, Scenario};
 use serde::Serialize;
 
+use self::adapter::{AdapterClients, AdapterCommand, AnswerCounts};
+use self::fleet::Clients;
 use crate::run::checker::{self, Verdicts, Violation};
 use crate::run::history::{Entry, Event, History};
 use crate::run::nemesis::Nemesis;
@@ -62,6 +73,9 @@ pub struct SoakOptions {
     pub step_delays: (f64, f64),
     /// Whether the nemesis draws slow clients beside the scenario's faults.
     pub slow_steps: bool,
+    /// A third-party library's adapter to run as the clients instead of the
+    /// production driver.
+    pub client: Option<AdapterCommand>,
 }
 
 impl SoakOptions {
@@ -75,6 +89,7 @@ impl SoakOptions {
             fault_ttls: (0.5, 2.5),
             step_delays: (0.5, 0.9),
             slow_steps: true,
+            client: None,
         }
     }
 }
@@ -120,6 +135,9 @@ struct Inner {
     /// and how often that changed.
     holding: Vec<(bool, u64)>,
     faults: Vec<FaultRecord>,
+    /// Lock values a library chose, with the client that holds each (an adapter says
+    /// which value it stored; the driver's tokens name their client themselves).
+    tokens: HashMap<String, usize>,
 }
 
 impl Recorder {
@@ -134,6 +152,7 @@ impl Recorder {
                 last_acquire: None,
                 holding: vec![(false, 0); clients],
                 faults: Vec::new(),
+                tokens: HashMap::new(),
             }),
         }
     }
@@ -181,6 +200,20 @@ impl Recorder {
         }
         inner.entries.push(Entry { ms, event });
         ms
+    }
+
+    /// Client `c` stored `value` as the lock's value.
+    pub fn register_token(&self, value: String, c: usize) {
+        self.lock().tokens.insert(value, c);
+    }
+
+    /// The client whose lock value `value` is: one an adapter registered, or a token
+    /// that names its client ([`owner_of`]).
+    pub fn owner(&self, value: &str) -> Option<usize> {
+        match self.lock().tokens.get(value) {
+            Some(&c) => Some(c),
+            None => owner_of(value),
+        }
     }
 
     /// Now (ms), and every client's holding state at this moment: whether it holds or
@@ -413,6 +446,33 @@ pub struct SoakOutcome {
     pub cluster: String,
     /// Real seconds the soak took, set-up and tear-down included.
     pub seconds: f64,
+    /// The library behind an adapter, when the clients were one's.
+    pub adapter: Option<AdapterSummary>,
+}
+
+/// What an adapter's library was and what it answered.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AdapterSummary {
+    /// The adapter command.
+    pub command: String,
+    /// The library and its version, as the adapter named it.
+    pub library: String,
+    /// The Redis key the library wrote.
+    pub key: String,
+    /// Whether the harness called `extend` while a client held the lock.
+    pub extends: bool,
+    /// The library's answers by operation and outcome (an error by its text).
+    #[serde(serialize_with = "answer_counts")]
+    pub answers: AnswerCounts,
+}
+
+fn answer_counts<S: serde::Serializer>(a: &AnswerCounts, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(a.len()))?;
+    for ((op, outcome), count) in a {
+        seq.serialize_element(&serde_json::json!({"op": op, "outcome": outcome, "count": count}))?;
+    }
+    seq.end()
 }
 
 impl SoakOutcome {
@@ -448,6 +508,105 @@ impl SoakOutcome {
     }
 }
 
+/// One fault kind of a scenario's `[faults]`, or the slow clients beside them: what a
+/// soak restricted to one kind injects (`locklab soak --fault KIND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    Pauses,
+    Crashes,
+    LostReplies,
+    Partitions,
+    Failovers,
+    SplitBrains,
+    Restarts,
+    ClockJumps,
+    /// No declared fault: the slow clients alone (the model's step delays).
+    SlowSteps,
+}
+
+impl FaultKind {
+    /// Every kind, as `--fault` names them.
+    pub const ALL: [FaultKind; 9] = [
+        FaultKind::Pauses,
+        FaultKind::Crashes,
+        FaultKind::LostReplies,
+        FaultKind::Partitions,
+        FaultKind::Failovers,
+        FaultKind::SplitBrains,
+        FaultKind::Restarts,
+        FaultKind::ClockJumps,
+        FaultKind::SlowSteps,
+    ];
+
+    /// The `[faults]` key (`slow_steps` for the slow clients).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Pauses => "pauses",
+            FaultKind::Crashes => "crashes",
+            FaultKind::LostReplies => "lost_replies",
+            FaultKind::Partitions => "partitions",
+            FaultKind::Failovers => "failovers",
+            FaultKind::SplitBrains => "split_brains",
+            FaultKind::Restarts => "restarts",
+            FaultKind::ClockJumps => "clock_jumps",
+            FaultKind::SlowSteps => "slow_steps",
+        }
+    }
+}
+
+impl std::str::FromStr for FaultKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.as_str() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
+                format!("`{s}` is not a fault kind; use one of {}", names.join(", "))
+            })
+    }
+}
+
+/// `scenario` with one fault kind only: that `[faults]` budget (the file's, or 1 when
+/// the file has none) and every other budget 0; for [`FaultKind::SlowSteps`] every
+/// budget 0 (the soak then runs its slow clients alone, the model its step delays). The
+/// model checks this scenario, and the soak injects its faults, so that the two judge
+/// the same thing. Refused when the file's topology cannot have the fault.
+pub fn one_fault(scenario: &Scenario, kind: FaultKind) -> Result<Scenario, String> {
+    let file = &scenario.faults;
+    let at_least_one = |n: u32| n.max(1);
+    let mut faults = locklab_model::scenario::Faults::default();
+    match kind {
+        FaultKind::Pauses => faults.pauses = at_least_one(file.pauses),
+        FaultKind::Crashes => faults.crashes = at_least_one(file.crashes),
+        FaultKind::LostReplies => faults.lost_replies = at_least_one(file.lost_replies),
+        FaultKind::Partitions => faults.partitions = at_least_one(file.partitions),
+        FaultKind::Failovers => faults.failovers = at_least_one(file.failovers),
+        FaultKind::SplitBrains => faults.split_brains = 1,
+        FaultKind::Restarts => faults.restarts = at_least_one(file.restarts),
+        FaultKind::ClockJumps => faults.clock_jumps = at_least_one(file.clock_jumps),
+        FaultKind::SlowSteps => {}
+    }
+    let needs_replica = matches!(kind, FaultKind::Failovers | FaultKind::SplitBrains);
+    if needs_replica && scenario.topology.replicas == 0 {
+        return Err(format!(
+            "{}: --fault {} needs a replica to promote, and the scenario has `[topology] replicas = 0`",
+            scenario.path.display(),
+            kind.as_str()
+        ));
+    }
+    if needs_replica && scenario.topology.sentinels > 0 {
+        return Err(format!(
+            "{}: --fault {}: a soak scripts its promotions; the scenario's sentinels are for replay and chaos",
+            scenario.path.display(),
+            kind.as_str()
+        ));
+    }
+    let mut one = scenario.clone();
+    one.faults = faults;
+    Ok(one)
+}
+
 /// The client id of client `c` in its `generation`-th life (a crashed client comes
 /// back as a new process): `c{c}.{generation}`; lock tokens are `{id}:{attempt}`.
 pub fn client_id(c: usize, generation: u32) -> String {
@@ -475,7 +634,9 @@ impl Drop for Tasks {
 
 /// Soak `scenario`: start the containers, run the clients, the nemesis and the
 /// observer for `options.duration`, stop them, remove the containers, judge the
-/// history. `progress` gets a line every few seconds.
+/// history. `progress` gets a line every few seconds. An adapter that breaks the
+/// protocol ends the soak early with [`RunError::Client`], every process and container
+/// removed.
 pub async fn soak(
     scenario: &Scenario,
     options: &SoakOptions,
@@ -485,6 +646,15 @@ pub async fn soak(
     let n_clients = options.clients.clamp(1, MAX_CLIENTS);
     let masters = scenario.topology.masters as usize;
     let replicas = scenario.topology.replicas as usize;
+    if options.client.is_some()
+        && scenario.design == DesignId::GetsetTimestamp
+        && scenario.faults.clock_jumps > 0
+    {
+        return Err(RunError::Client(format!(
+            "{}: its clock jumps strike a client's clock, and a library's clock is its own process's: a soak through an adapter cannot shift it",
+            scenario.path.display()
+        )));
+    }
     // A soak scripts its failovers (client links first, then the kill): no sentinels.
     let cluster = Nemesis::start(
         masters,
@@ -494,7 +664,7 @@ pub async fn soak(
         scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
     )
     .await?;
-    let plan = nemesis::Plan::of(scenario, options);
+    let mut plan = nemesis::Plan::of(scenario, options);
     let mut cluster = cluster;
     for n in plan.in_sync_replicas() {
         cluster.keep_in_sync(n).await?;
@@ -507,16 +677,40 @@ pub async fn soak(
     let recorder = Arc::new(Recorder::new(n_clients, scenario.fencing));
     let stop = Arc::new(AtomicBool::new(false));
     let spec = client::Spec::of(scenario);
-    let clients = Arc::new(client::Clients::start(
-        spec.clone(),
-        urls,
-        recorder.clone(),
-        stop.clone(),
-        options.seed,
-    ));
+    let clients = match &options.client {
+        None => Clients::Driver(Box::new(client::DriverClients::start(
+            spec.clone(),
+            urls,
+            recorder.clone(),
+            stop.clone(),
+            options.seed,
+        ))),
+        Some(command) => {
+            let cfg = crate::run::lock_config(scenario, scenario.timing.tick_ms);
+            let renew_every = cfg.renews().then(|| cfg.renew_interval());
+            Clients::Adapter(
+                AdapterClients::start(
+                    spec.clone(),
+                    command.clone(),
+                    renew_every,
+                    urls,
+                    recorder.clone(),
+                    stop.clone(),
+                    options.seed,
+                )
+                .await?,
+            )
+        }
+    };
+    let key = match &clients {
+        Clients::Adapter(a) => a.ready().key.clone(),
+        Clients::Driver(_) => spec.key.clone(),
+    };
+    plan = plan.with_key(&key);
+    let clients = Arc::new(clients);
     let mut tasks = Tasks(Vec::new());
     let nemesis_task = tokio::spawn(nemesis::run(
-        plan,
+        plan.clone(),
         cluster.clone(),
         clients.clone(),
         recorder.clone(),
@@ -527,7 +721,7 @@ pub async fn soak(
     // timing, so they may meet any fault, as in the model.
     let slow_task = options.slow_steps.then(|| {
         tokio::spawn(nemesis::slow_steps(
-            nemesis::Plan::of(scenario, options),
+            plan.clone(),
             clients.clone(),
             recorder.clone(),
             stop.clone(),
@@ -538,7 +732,7 @@ pub async fn soak(
     }
     let drift_task = (scenario.timing.node_drift > 0).then(|| {
         tokio::spawn(nemesis::drift(
-            nemesis::Plan::of(scenario, options),
+            plan.clone(),
             cluster.clone(),
             clients.clone(),
             recorder.clone(),
@@ -553,13 +747,13 @@ pub async fn soak(
         recorder.clone(),
         scenario.timing.tick_ms,
         masters,
-        spec.key.clone(),
+        key.clone(),
     ));
     tasks.0.push(observer.abort_handle());
     let deadline = Instant::now() + options.duration;
     let mut next_note = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
-        if nemesis_task.is_finished() {
+        if nemesis_task.is_finished() || clients.fatal().is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100).min(deadline - Instant::now())).await;
@@ -599,6 +793,23 @@ pub async fn soak(
     observer.abort();
     let _ = observer.await;
     drop(tasks);
+    let fatal = clients.fatal();
+    let adapter = match clients.as_ref() {
+        Clients::Adapter(a) => Some(AdapterSummary {
+            command: a.command().command.clone(),
+            library: a.ready().library.clone(),
+            key: a.ready().key.clone(),
+            extends: a.ready().extends,
+            answers: a.answers(),
+        }),
+        Clients::Driver(_) => None,
+    };
+    // Every adapter process is gone before the containers go.
+    drop(clients);
+    if let Some(fatal) = fatal {
+        // The containers are removed as the cluster is dropped on the way out.
+        return Err(RunError::Client(fatal));
+    }
     nemesis_result?;
     drift_result?;
     let cluster = Arc::try_unwrap(cluster)
@@ -616,7 +827,11 @@ pub async fn soak(
     let verdicts = checker::check(&history);
     let mut unjudged = vec![(
         Property::OwnerOnlyRelease,
-        "the driver's commands are not observed one by one in a soak (judged by replay and chaos)",
+        if adapter.is_some() {
+            "a library's commands are not observed one by one in a soak"
+        } else {
+            "the driver's commands are not observed one by one in a soak (judged by replay and chaos)"
+        },
     )];
     if scenario.design == DesignId::GetsetTimestamp {
         unjudged.push((
@@ -635,12 +850,36 @@ pub async fn soak(
         ttl_ms: spec.ttl_ms,
         cluster: cluster_id,
         seconds: started.elapsed().as_secs_f64(),
+        adapter,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_fault_keeps_that_budget_alone_and_refuses_what_the_topology_cannot_have() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/lua-release-failover.toml");
+        let mut sc = Scenario::load(&path).unwrap();
+        sc.faults.pauses = 3;
+        sc.faults.restarts = 1;
+        let one = one_fault(&sc, FaultKind::Pauses).unwrap();
+        assert_eq!(one.faults.pauses, 3, "the file's budget is kept");
+        assert_eq!(one.faults.total(), 3, "{:?}", one.faults);
+        let one = one_fault(&sc, FaultKind::ClockJumps).unwrap();
+        assert_eq!((one.faults.clock_jumps, one.faults.total()), (1, 1));
+        assert_eq!(
+            one_fault(&sc, FaultKind::SlowSteps).unwrap().faults.total(),
+            0
+        );
+        sc.topology.replicas = 0;
+        let e = one_fault(&sc, FaultKind::Failovers).unwrap_err();
+        assert!(e.contains("replicas = 0"), "{e}");
+        assert_eq!("lost_replies".parse(), Ok(FaultKind::LostReplies));
+        assert!("pause".parse::<FaultKind>().unwrap_err().contains("pauses"));
+    }
 
     #[test]
     fn tokens_name_their_client() {
@@ -699,6 +938,7 @@ mod tests {
             ttl_ms: 100,
             cluster: String::new(),
             seconds: 0.0,
+            adapter: None,
         }
     }
 

@@ -12,7 +12,8 @@
 //!
 //! The faults, on the run engine's [`Nemesis`](crate::run::nemesis::Nemesis):
 //!
-//! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate) (scenario `pauses`);
+//! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate), and an adapter
+//!   client's process stopped ([`Clients::pause`]) (scenario `pauses`);
 //! - `crash`: the client's task is aborted, and the client comes back as a new process
 //!   after the drawn length (`crashes`). Every other crash strikes a client in the
 //!   middle of an acquire instead of a holder: its gate is closed first, so that it
@@ -113,8 +114,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::Mutex;
 
-use super::client::Clients;
-use super::{owner_of, FaultRecord, Recorder, SoakOptions};
+use super::fleet::Clients;
+use super::{FaultRecord, Recorder, SoakOptions};
 use crate::run::history::Event;
 use crate::run::nemesis::Nemesis;
 use crate::run::RunError;
@@ -278,6 +279,13 @@ impl Plan {
                 .max(1),
             ),
         }
+    }
+
+    /// The schedule aimed at the key a library writes (an adapter's, which may carry
+    /// the library's prefix) instead of the driver's.
+    pub fn with_key(mut self, key: &str) -> Plan {
+        self.key = key.to_string();
+        self
     }
 
     /// Redlock's majority of the masters: N/2 + 1.
@@ -467,7 +475,7 @@ pub async fn run(
     }
     let limit = Duration::from_millis(plan.ttl_ms.saturating_mul(4)) + Duration::from_secs(1);
     let n_clients = clients.len();
-    let mut lookout = Lookout::default();
+    let mut lookout = Lookout::of(&rec);
     loop {
         let available: Vec<Kind> = plan
             .kinds
@@ -502,11 +510,10 @@ pub async fn run(
                 let start = rec.ms();
                 let what = match kind {
                     Kind::Pause => {
-                        let gate = clients.gate(c);
-                        gate.pause();
+                        clients.pause(c);
                         rec.push(Event::Pause { client: c });
                         sleep_or_stop(length, &stop).await;
-                        gate.resume();
+                        clients.resume(c);
                         rec.push(Event::Resume { client: c });
                         format!("client{} stop-the-world pause", c + 1)
                     }
@@ -913,7 +920,7 @@ pub async fn drift(
     let step = i64::try_from(tick_ms).unwrap_or(i64::MAX);
     // Per master slot: from when it may step again.
     let mut next = vec![tokio::time::Instant::now() + every; masters];
-    let mut lookout = Lookout::default();
+    let mut lookout = Lookout::of(&rec);
     let mut start = None;
     let (mut steps, mut aimed) = (0u64, 0u64);
     while !stop.load(Ordering::SeqCst) {
@@ -1011,14 +1018,22 @@ const LOOK: &str = "local t = redis.call('type', KEYS[1]).ok \
     return {'', redis.call('pttl', KEYS[1])}";
 
 /// Connections to the nodes, for looking at the lock key (the observer's, and the
-/// aiming of node clock jumps); a connection that fails is dropped and made anew.
-#[derive(Default)]
+/// aiming of node clock jumps); a connection that fails is dropped and made anew. The
+/// recorder names the owner of a value ([`Recorder::owner`]).
 struct Lookout {
     conns: HashMap<SocketAddr, redis::aio::MultiplexedConnection>,
+    rec: Arc<Recorder>,
 }
 
 impl Lookout {
     const TIMEOUT: Duration = Duration::from_millis(200);
+
+    fn of(rec: &Arc<Recorder>) -> Lookout {
+        Lookout {
+            conns: HashMap::new(),
+            rec: rec.clone(),
+        }
+    }
 
     /// The lock key on the node at `addr`, in one step: its owner and PTTL (-2: no key);
     /// `None` when the node did not answer in time.
@@ -1036,9 +1051,10 @@ impl Lookout {
         };
         let mut cmd = redis::cmd("EVAL");
         cmd.arg(LOOK).arg(1).arg(key);
-        let looked = cmd.query_async::<(String, i64)>(conn);
+        // Bytes: a library may write a value that is not UTF-8 (rslock's random bytes).
+        let looked = cmd.query_async::<(Vec<u8>, i64)>(conn);
         match tokio::time::timeout(Self::TIMEOUT, looked).await {
-            Ok(Ok((value, pttl))) => Some((owner_of(&value), pttl)),
+            Ok(Ok((value, pttl))) => Some((self.rec.owner(&String::from_utf8_lossy(&value)), pttl)),
             _ => {
                 self.conns.remove(&addr);
                 None
@@ -1083,7 +1099,7 @@ pub async fn observe(
     key: String,
 ) {
     let every = Duration::from_millis((tick_ms / 2).clamp(10, 500));
-    let mut lookout = Lookout::default();
+    let mut lookout = Lookout::of(&rec);
     let mut seen: HashMap<usize, (Option<usize>, bool)> = HashMap::new();
     loop {
         let targets: Vec<(usize, SocketAddr)> = {
