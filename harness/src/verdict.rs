@@ -133,7 +133,12 @@ impl ScenarioOutcome {
                 self.faults_never_during_hold.join(", ")
             ));
         }
-        if self.purchased && holds && self.lease_lost && !self.attempt_after_loss {
+        let tested_by_late_attempts = self
+            .properties
+            .iter()
+            .any(|p| p.steps().is_none() && p.property.tested_by_late_attempts());
+        if self.purchased && tested_by_late_attempts && self.lease_lost && !self.attempt_after_loss
+        {
             return Some(
                 "no attempt after a lost lease: a holder's lease can run out or vanish while \
                  it still believes it holds the lock, but no client ever attempts afterwards, \
@@ -204,7 +209,8 @@ pub fn outcome(
                 (None, _)
                     if !r.purchased
                         || !faults_never_during_hold.is_empty()
-                        || r.coverage.no_attempt_after_loss() =>
+                        || (r.coverage.no_attempt_after_loss()
+                            && property.tested_by_late_attempts()) =>
                 {
                     Found::Vacuous
                 }

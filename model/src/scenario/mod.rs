@@ -394,6 +394,14 @@ impl Property {
             Property::ResourceSafety => "resource_safety",
         }
     }
+
+    /// Whether an attempt after a holder lost its lease can break it: a second holder
+    /// (mutual exclusion, the stock), or the old holder's release or renewal reaching
+    /// the new holder's lock. Whether a key can be orphaned does not depend on who
+    /// attempts afterwards.
+    pub fn tested_by_late_attempts(self) -> bool {
+        self != Property::NoOrphanedLock
+    }
 }
 
 impl fmt::Display for Property {
