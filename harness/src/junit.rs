@@ -64,6 +64,11 @@ pub fn render(outcomes: &[ScenarioOutcome], part: Option<&Part>) -> String {
             ("states", o.states.to_string()),
             ("unique_states", o.unique_states.to_string()),
             ("complete", o.complete.to_string()),
+            // What a "holds" here was tested against.
+            ("faults_struck_a_hold", o.faults_struck_a_hold.join(",")),
+            ("lease_lost", o.lease_lost.to_string()),
+            ("attempt_after_loss", o.attempt_after_loss.to_string()),
+            ("coverage", o.coverage_text()),
         ] {
             let _ = writeln!(
                 out,

@@ -111,6 +111,7 @@ fn scenario(o: &ScenarioOutcome) -> Value {
         "error": o.error(),
         "coverage": {
             "faults_never_during_hold": o.faults_never_during_hold,
+            "faults_struck_a_hold": o.faults_struck_a_hold,
             "lease_lost": o.lease_lost,
             "attempt_after_loss": o.attempt_after_loss,
         },

@@ -6,11 +6,14 @@ use locklab_model::search::{Reduction, Strategy};
 
 use crate::verdict::{Found, ScenarioOutcome, Status};
 
-const HEADER: [&str; 9] = [
+const HEADER: [&str; 10] = [
     "RESULT", "SCENARIO", "PROPERTY", "EXPECTED", "FOUND", "STEPS", "STATES", "UNIQUE", "SECONDS",
+    "COVERAGE",
 ];
 /// Columns aligned to the right (numbers).
-const RIGHT: [bool; 9] = [false, false, false, false, false, true, true, true, true];
+const RIGHT: [bool; 10] = [
+    false, false, false, false, false, true, true, true, true, false,
+];
 
 fn result_text(status: Status) -> &'static str {
     match status {
@@ -21,9 +24,10 @@ fn result_text(status: Status) -> &'static str {
     }
 }
 
-/// The table, notes for vacuous or bounded scenarios, and a summary.
+/// The table, notes for vacuous or bounded scenarios, and a summary. Each "holds" row
+/// says what it was tested against (`ScenarioOutcome::coverage_text`).
 pub fn render(outcomes: &[ScenarioOutcome]) -> String {
-    let mut rows: Vec<[String; 9]> = vec![HEADER.map(str::to_string)];
+    let mut rows: Vec<[String; 10]> = vec![HEADER.map(str::to_string)];
     for o in outcomes {
         for (k, p) in o.properties.iter().enumerate() {
             let first = k == 0;
@@ -42,10 +46,15 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                     "-".to_string()
                 }),
                 stat(format!("{:.2}", o.seconds)),
+                if p.found == Found::Holds {
+                    o.coverage_text()
+                } else {
+                    String::new()
+                },
             ]);
         }
     }
-    let mut widths = [0usize; 9];
+    let mut widths = [0usize; 10];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

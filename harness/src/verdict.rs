@@ -108,6 +108,9 @@ pub struct ScenarioOutcome {
     /// The `[faults]` keys with a budget whose faults no explored behaviour injects while
     /// a client holds the lock.
     pub faults_never_during_hold: Vec<&'static str>,
+    /// The `[faults]` keys whose faults some explored behaviour injects while a client
+    /// holds the lock: what a "holds" verdict was tested against.
+    pub faults_struck_a_hold: Vec<&'static str>,
     /// Some holder's lease can be lost while it still believes it holds the lock.
     pub lease_lost: bool,
     /// Some client attempts while another believes it holds a lock whose lease is gone.
@@ -180,6 +183,27 @@ impl ScenarioOutcome {
     pub fn name(&self) -> &str {
         &self.scenario.name
     }
+
+    /// What a "holds" of this scenario was tested against, in a few words: the fault
+    /// kinds that struck a hold, and whether a lease was lost under a believing holder
+    /// and some client attempted afterwards. Empty for random walks (they keep no
+    /// coverage of what they did not walk).
+    pub fn coverage_text(&self) -> String {
+        if self.strategy != Strategy::Exhaustive {
+            return String::new();
+        }
+        let faults = if self.faults_struck_a_hold.is_empty() {
+            "no fault struck a hold".to_string()
+        } else {
+            format!("struck a hold: {}", self.faults_struck_a_hold.join(", "))
+        };
+        let lease = match (self.lease_lost, self.attempt_after_loss) {
+            (false, _) => "no lease lost",
+            (true, true) => "lost lease, attempt after",
+            (true, false) => "lost lease, no attempt after",
+        };
+        format!("{faults}; {lease}")
+    }
 }
 
 /// The verdicts of one scenario, traces built (not yet written).
@@ -194,6 +218,11 @@ pub fn outcome(
     let faults_never_during_hold: Vec<&'static str> = FaultKind::ALL
         .into_iter()
         .filter(|k| k.budget(&scenario.faults) > 0 && !r.coverage.fault_during_hold(*k))
+        .map(FaultKind::key)
+        .collect();
+    let faults_struck_a_hold: Vec<&'static str> = FaultKind::ALL
+        .into_iter()
+        .filter(|k| r.coverage.fault_during_hold(*k))
         .map(FaultKind::key)
         .collect();
     let properties = scenario
@@ -242,6 +271,7 @@ pub fn outcome(
         seconds: r.seconds,
         first_counterexample_seconds: r.first_counterexample_seconds,
         faults_never_during_hold,
+        faults_struck_a_hold,
         lease_lost: r.coverage.lease_lost,
         attempt_after_loss: r.coverage.attempt_after_loss,
         strategy: r.strategy,

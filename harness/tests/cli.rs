@@ -247,6 +247,44 @@ fn max_depth_below_the_counterexample_makes_the_property_hold() {
 }
 
 #[test]
+fn every_holds_row_says_what_struck_a_hold() {
+    let dir = temp_dir("coverage");
+    let c = naive_crash("crash");
+    write(&dir, "crash", &c.text);
+    let (out, json) = check_json(&dir, &["crash.toml", "--junit", "junit.xml"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let table = stdout(&out);
+    let header = table.lines().next().unwrap();
+    assert!(header.trim_end().ends_with("COVERAGE"), "{table}");
+    for p in Property::ALL {
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(p.as_str()))
+            .unwrap_or_else(|| panic!("{p}: {table}"));
+        // The holder's crash is in every behaviour's reach: each "holds" says so, and a
+        // violated row leaves the column empty (its trace tells the story).
+        assert_eq!(
+            row.contains("struck a hold: crashes"),
+            !c.violated.contains(&p),
+            "{p}: {row}"
+        );
+    }
+    assert_eq!(
+        json["scenarios"][0]["coverage"]["faults_struck_a_hold"],
+        serde_json::json!(["crashes"])
+    );
+    let xml = fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let doc = parse_xml(&xml);
+    let struck: Vec<&str> = doc
+        .all("property")
+        .into_iter()
+        .filter(|e| e.attr("name") == "faults_struck_a_hold")
+        .map(|e| e.attr("value"))
+        .collect();
+    assert_eq!(struck, ["crashes"], "{xml}");
+}
+
+#[test]
 fn a_scenario_where_nobody_completes_is_an_error() {
     let dir = temp_dir("vacuous");
     // The critical section is longer than the horizon: nobody ever finishes.
