@@ -58,6 +58,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 #[test]
+#[ignore = "second tier (minutes): `bash .ci/run` runs it, as does `cargo test --workspace --release -- --ignored`"]
 fn regenerating_the_committed_reports_changes_nothing() {
     let root = workspace();
     let committed = root.join("reports");
