@@ -406,7 +406,7 @@ impl Nemesis {
     }
 
     /// The live replicas of slot `m` other than `r` and those of `stay` get `REPLICAOF
-    /// <r>`. Sent on the published port, so it works while they are off the cluster
+    /// <r>` (a master stays one: the old master of a split brain keeps its side). Sent on the published port, so it works while they are off the cluster
     /// network; they sync at their next [`Nemesis::replicate`].
     async fn repoint_replicas(
         &mut self,
@@ -416,7 +416,8 @@ impl Nemesis {
     ) -> Result<String, ClusterError> {
         let mut names = Vec::new();
         for n in self.masters..self.nodes() {
-            if n == r || !self.alive[n] || self.master_of(n) != Some(m) {
+            // A node that is a master itself (the old one, promoted earlier) stays one.
+            if n == r || !self.alive[n] || self.master_of(n) != Some(m) || self.upstream[n] == n {
                 continue;
             }
             let j = n - self.masters - m * self.replicas;
@@ -548,8 +549,10 @@ impl Nemesis {
     }
 
     /// The split brain on slot `m` ends: every client's link leads to the promoted node,
-    /// and the old master is `docker kill`ed (it lost its side of the partition). `None`
-    /// when slot `m` has no split brain; else the old master and what was done.
+    /// the replicas that stayed with the old master follow the promoted one (as
+    /// Sentinel reconfigures them once it reaches them), and the old master is `docker
+    /// kill`ed (it lost its side of the partition). `None` when slot `m` has no split
+    /// brain; else the old master and what was done.
     pub async fn end_split(&mut self, m: usize) -> Result<Option<(usize, String)>, ClusterError> {
         let Some((slot, old, _)) = &self.split else {
             return Ok(None);
@@ -563,13 +566,28 @@ impl Nemesis {
             row[m].set_upstream(up);
         }
         self.split = None;
+        let new = self.serving[m];
+        let mut followed = Vec::new();
+        for n in self.masters..self.nodes() {
+            if n != old && self.alive[n] && self.upstream[n] == old && self.master_of(n) == Some(m)
+            {
+                self.upstream[n] = new;
+                self.node(n).replicate_from(self.node(new)).await?;
+                followed.push(format!("node{}", n + 1));
+            }
+        }
+        let followed = if followed.is_empty() {
+            String::new()
+        } else {
+            format!("; REPLICAOF node{} on {}", new + 1, followed.join(", "))
+        };
         self.node(old).kill().await?;
         self.alive[old] = false;
         Ok(Some((
             old,
             format!(
-                "every client's link leads to node{}; docker kill node{} (the old master)",
-                self.serving[m] + 1,
+                "every client's link leads to node{}{followed}; docker kill node{} (the old master)",
+                new + 1,
                 old + 1
             ),
         )))
@@ -585,6 +603,16 @@ impl Nemesis {
         }
         self.node(n).wait_for_link_up(CATCH_UP).await?;
         Ok(format!("node{} replicates continuously", n + 1))
+    }
+
+    /// Replica `n` off the cluster network again: it lags until its next
+    /// [`Nemesis::catch_up`].
+    pub async fn lag(&mut self, n: usize) -> Result<String, ClusterError> {
+        if !self.cut_off[n] {
+            self.node(n).disconnect_from_network().await?;
+            self.cut_off[n] = true;
+        }
+        Ok(format!("node{} off the network (lagging)", n + 1))
     }
 
     /// Whether replica `n` is up and on the network, replicating as it goes.
