@@ -1480,3 +1480,35 @@ pub async fn observe(
         tokio::time::sleep(every).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(name: &str) -> Scenario {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios")
+            .join(format!("{name}.toml"));
+        Scenario::load(&path).unwrap()
+    }
+
+    #[test]
+    fn a_partition_budget_brings_its_late_shapes_and_a_renewal_race_where_the_lock_renews() {
+        let late = kinds(&scenario("set-px-del-late-release"), false);
+        assert_eq!(
+            late,
+            [Kind::Partition, Kind::ContainerPause, Kind::LateRequest]
+        );
+        let mut watchdog = scenario("watchdog-long-work");
+        assert!(!kinds(&watchdog, false).contains(&Kind::LateRequest));
+        watchdog.faults.partitions = 1;
+        let shapes = kinds(&watchdog, false);
+        assert!(shapes.contains(&Kind::LateRequest) && shapes.contains(&Kind::RenewalRace));
+        // An explicit lease renews nothing: no renewal to race.
+        let mut lease = scenario("reentrant-explicit-lease");
+        lease.faults.partitions = 1;
+        assert!(!kinds(&lease, false).contains(&Kind::RenewalRace));
+        assert_eq!(Kind::LateRequest.as_str(), "late-request");
+        assert_eq!(Kind::RenewalRace.as_str(), "renewal-race");
+    }
+}
