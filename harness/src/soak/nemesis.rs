@@ -81,9 +81,10 @@
 //!   master stays up: the holder's link still leads to the old master, every other
 //!   client's to the promoted one, which lacks the holder's acquire (as clients on two
 //!   sides of a partition, each side with a master). With two spare replicas or more,
-//!   the replicas are on both sides, drawn ([`old_side`]): none up to all but one stay
-//!   with the old master and keep replicating from it (`Nemesis::split_brain`'s
-//!   `with_old`), those in sync first, so that the old side keeps acknowledging `WAIT`;
+//!   the replicas are on both sides, drawn ([`old_side`]): one up to all but one stay
+//!   with the old master and keep replicating from it (`Nemesis::split_brain_with`:
+//!   any spare replica, a former master that rejoined as one too), those in sync
+//!   first, so that the old side keeps acknowledging `WAIT`;
 //!   the promoted replica is one the sentinels reach (with `most-advanced`, the most
 //!   advanced of those), and as many of the rest as acquires `WAIT` for replicate from
 //!   it as they go. After the drawn length every link leads to the promoted node, the
@@ -917,7 +918,7 @@ pub async fn run(
                 // A split brain's replicas on the old master's side: out of the
                 // sentinels' reach, never promoted.
                 let old_side = if kind == Kind::SplitBrain {
-                    old_side(&plan, &cluster, &spare[m], m, &mut rng).await
+                    old_side(&cluster, &spare[m], &mut rng).await
                 } else {
                     Vec::new()
                 };
@@ -948,10 +949,7 @@ pub async fn run(
                     // The holder stays with the old master; every other client learns
                     // the new one, which lacks the holder's acquire.
                     let mut nem = cluster.lock().await;
-                    let with_old = old_side.iter().fold(0u8, |mask, &n| {
-                        mask | 1 << (n - plan.masters - m * plan.replicas)
-                    });
-                    let mut what = nem.split_brain(m, r, with_old).await?;
+                    let mut what = nem.split_brain_with(m, r, &old_side).await?;
                     // The replicas on the promoted node's side replicate from it as
                     // they go, as many as acquires wait for.
                     let mut synced = spare[m]
@@ -1126,28 +1124,16 @@ fn note(rec: &Recorder, step: &str, what: &str) {
     });
 }
 
-/// The replicas of master slot `m` (of `spare`) that a split brain leaves on the old
-/// master's side, drawn: with two spare replicas or more, none up to all but one (one
-/// is left to promote). Aimed: those in sync first, so that the old side keeps
+/// The replicas of a master slot (of its `spare` ones) that a split brain leaves on the old
+/// master's side, drawn: with two spare replicas or more, one up to all but one (one
+/// is left to promote; with one, the old shape: every replica on the new side). Aimed: those in sync first, so that the old side keeps
 /// acknowledging `WAIT` while the sentinels promote one that lags.
-async fn old_side(
-    plan: &Plan,
-    cluster: &Mutex<Nemesis>,
-    spare: &[usize],
-    m: usize,
-    rng: &mut ChaCha8Rng,
-) -> Vec<usize> {
-    // A replica named by its place among the slot's replica nodes (a former master
-    // that rejoined as a replica has none).
-    let mut candidates: Vec<usize> = spare
-        .iter()
-        .copied()
-        .filter(|&n| n >= plan.masters && n - plan.masters - m * plan.replicas < 8)
-        .collect();
-    if spare.len() < 2 || candidates.is_empty() {
+async fn old_side(cluster: &Mutex<Nemesis>, spare: &[usize], rng: &mut ChaCha8Rng) -> Vec<usize> {
+    if spare.len() < 2 {
         return Vec::new();
     }
-    let k = rng.random_range(0..=candidates.len().min(spare.len() - 1));
+    let mut candidates = spare.to_vec();
+    let k = rng.random_range(1..candidates.len());
     candidates.shuffle(rng);
     let nem = cluster.lock().await;
     candidates.sort_by_key(|&n| !nem.in_sync(n));
