@@ -41,6 +41,13 @@ fn declared_faults(sc: &Scenario, seconds: u64, seed: u64) -> SoakOptions {
     options
 }
 
+/// [`declared_faults`] with the first fault 300 ms in.
+fn declared_faults_early(sc: &Scenario, seconds: u64, seed: u64) -> SoakOptions {
+    let mut options = declared_faults(sc, seconds, seed);
+    options.first_fault = Some(Duration::from_millis(300));
+    options
+}
+
 fn require_environment() {
     if let Err(e) = locklab_cluster::preflight() {
         panic!("cannot run the soak tests: {e}");
@@ -64,6 +71,33 @@ fn run(scenario: &Scenario, options: &SoakOptions) -> SoakOutcome {
         outcome.cluster
     );
     outcome
+}
+
+/// What the faults of `kind` that struck as aimed did.
+fn aimed<'a>(o: &'a SoakOutcome, kind: &str) -> Vec<&'a str> {
+    o.faults
+        .iter()
+        .filter(|f| f.kind == kind && f.aimed)
+        .map(|f| f.what.as_str())
+        .collect()
+}
+
+/// The soak found two clients inside at once; `after` says after what, if not.
+fn assert_overlap(o: &SoakOutcome, after: &str) {
+    assert!(
+        o.verdicts.violated(Property::MutualExclusion),
+        "no overlap {after}: {:?} {:?}",
+        o.faults,
+        o.counts
+    );
+}
+
+/// Shut a test's own cluster down and check that it left nothing behind.
+async fn shut_down(nem: locklab_harness::run::nemesis::Nemesis) {
+    let id = nem.cluster().id().to_string();
+    nem.shutdown().await.unwrap();
+    let (containers, networks) = locklab_cluster::remaining_resources(&id).unwrap();
+    assert!(containers.is_empty() && networks.is_empty());
 }
 
 /// A soak whose pauses (the first early, every one `lengths` ttls long) strike holders:
@@ -132,8 +166,7 @@ fn redis_py_lock_breaks_under_a_pause_longer_than_its_lease_and_holds_under_a_lo
     // The same library and pauses against a 5 s lease: the holder resumes in time.
     let mut long = sc.clone();
     long.timing.ttl *= 10;
-    let mut options = declared_faults(&long, 4, 3);
-    options.first_fault = Some(Duration::from_millis(300));
+    let mut options = declared_faults_early(&long, 4, 3);
     options.fault_ttls = (0.2, 0.25);
     options.client = Some(redis_py());
     let o = run(&long, &options);
@@ -157,8 +190,7 @@ fn a_design_that_holds_shows_no_violation_in_a_short_soak() {
     // Pauses struck at holders, but the store checks fencing tokens on every access:
     // the resource stays safe although two clients are inside at once.
     let sc = scenario("fencing-pause");
-    let mut options = declared_faults(&sc, 4, 5);
-    options.first_fault = Some(Duration::from_millis(300));
+    let mut options = declared_faults_early(&sc, 4, 5);
     options.fault_ttls = (2.0, 2.5);
     let o = run(&sc, &options);
     assert!(o.counts.purchases > 0, "{:?}", o.counts);
@@ -338,10 +370,7 @@ fn a_lost_reply_is_a_command_done_whose_answer_never_arrives() {
             .await
             .unwrap();
         assert_eq!(c.as_deref(), Some("c0.1:0"));
-        let id = nem.cluster().id().to_string();
-        nem.shutdown().await.unwrap();
-        let (containers, networks) = locklab_cluster::remaining_resources(&id).unwrap();
-        assert!(containers.is_empty() && networks.is_empty());
+        shut_down(nem).await;
     });
 }
 
@@ -351,9 +380,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
     // naive-setnx-lost-reply: the holder's link loses a reply; a lost SETNX reply leaves
     // a key without expiry that no client holds.
     let sc = scenario("naive-setnx-lost-reply");
-    let mut options = declared_faults(&sc, 6, 1);
-    options.first_fault = Some(Duration::from_millis(300));
-    let o = run(&sc, &options);
+    let o = run(&sc, &declared_faults_early(&sc, 6, 1));
     let lost: Vec<&str> = o
         .faults
         .iter()
@@ -369,8 +396,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
     // lua-release-split-brain: the holder keeps the old master, the other client
     // acquires on the promoted replica, which lacks the holder's entry.
     let sc = scenario("lua-release-split-brain");
-    let mut options = declared_faults(&sc, 6, 1);
-    options.first_fault = Some(Duration::from_millis(300));
+    let mut options = declared_faults_early(&sc, 6, 1);
     options.fault_ttls = (1.5, 2.0);
     let o = run(&sc, &options);
     assert!(
@@ -378,17 +404,10 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
         "no aimed split brain: {:?}",
         o.faults
     );
-    assert!(
-        o.verdicts.violated(Property::MutualExclusion),
-        "no overlap in a split brain: {:?} {:?}",
-        o.faults,
-        o.counts
-    );
+    assert_overlap(&o, "in a split brain");
     // getset-timestamp-skew: a client's clock jumps ahead while the other holds.
     let sc = scenario("getset-timestamp-skew");
-    let mut options = declared_faults(&sc, 5, 1);
-    options.first_fault = Some(Duration::from_millis(300));
-    let o = run(&sc, &options);
+    let o = run(&sc, &declared_faults_early(&sc, 5, 1));
     assert!(
         o.faults
             .iter()
@@ -396,12 +415,7 @@ fn lost_replies_split_brains_and_client_clocks_strike_in_a_soak() {
         "no client clock jump: {:?}",
         o.faults
     );
-    assert!(
-        o.verdicts.violated(Property::MutualExclusion),
-        "no steal after a clock jump: {:?} {:?}",
-        o.faults,
-        o.counts
-    );
+    assert_overlap(&o, "after a client clock jump");
 }
 
 #[test]
@@ -673,3 +687,144 @@ fn an_interrupted_adapter_soak_kills_its_adapters_even_a_paused_one() {
         "adapter processes left: {left:?}\n{stderr}"
     );
 }
+
+#[test]
+fn a_request_kept_back_past_its_timeout_still_runs_when_delivered() {
+    require_environment();
+    use locklab_harness::run::nemesis::Nemesis;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let nem = Nemesis::start(1, 0, 0, 1, false).await.unwrap();
+        let link = nem.link(0, 0);
+        let direct = redis::Client::open(format!("redis://{}", nem.addr(0))).unwrap();
+        let mut direct = direct.get_multiplexed_async_connection().await.unwrap();
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(Some(Duration::from_millis(100)));
+        let through = redis::Client::open(link.url()).unwrap();
+        let mut conn = through
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .unwrap();
+        let get = |conn: &mut redis::aio::MultiplexedConnection| {
+            let mut conn = conn.clone();
+            async move {
+                redis::cmd("GET")
+                    .arg("k")
+                    .query_async::<Option<String>>(&mut conn)
+                    .await
+                    .unwrap()
+            }
+        };
+        // The next request is kept, its connection silent past the client's timeout.
+        link.keep_next_request(Duration::from_millis(300));
+        let sent = redis::cmd("SET")
+            .arg("k")
+            .arg("late")
+            .query_async::<String>(&mut conn)
+            .await;
+        assert!(
+            sent.is_err_and(|e| e.is_timeout()),
+            "the client did not time out"
+        );
+        assert_eq!(link.kept_request().as_deref(), Some("SET"));
+        assert_eq!(get(&mut direct).await, None, "the kept request ran early");
+        // The client goes on over a new connection while the request stays kept.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut conn = through.get_multiplexed_async_connection().await.unwrap();
+        let _: () = redis::cmd("SET")
+            .arg("k")
+            .arg("now")
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        assert_eq!(get(&mut direct).await.as_deref(), Some("now"));
+        // Delivered at last: the request its client gave up on overwrites the value.
+        let kept = link.take_kept().expect("a request kept");
+        kept.deliver(Duration::from_secs(2)).await.unwrap();
+        assert_eq!(get(&mut direct).await.as_deref(), Some("late"));
+        assert!(link.take_kept().is_none());
+        shut_down(nem).await;
+    });
+}
+
+#[test]
+fn a_release_given_up_on_lands_under_the_next_holder_in_a_soak() {
+    require_environment();
+    // set-px-del-late-release: the holder's blind DEL is kept on its link past the
+    // command timeout; delivered while another client holds, it deletes that lock and
+    // a third client gets in beside it.
+    let sc = scenario("set-px-del-late-release");
+    let o = run(&sc, &declared_faults_early(&sc, 8, 1));
+    assert!(
+        aimed(&o, "late-request")
+            .iter()
+            .any(|w| w.contains("kept DEL") && w.contains("delivered under another holder")),
+        "no late release landed: {:?}",
+        o.faults
+    );
+    assert_overlap(&o, "after a late release");
+}
+
+#[test]
+fn a_split_brain_with_replicas_on_both_sides_acknowledges_wait_on_both() {
+    require_environment();
+    // lua-release-split-brain-wait-both-sides: WAIT 1, three replicas, most-advanced.
+    // The replica in sync stays with the old master and acknowledges the holder's
+    // WAIT; the sentinels promote a lagging one and the third follows it and
+    // acknowledges the other client's: both hold.
+    let sc = scenario("lua-release-split-brain-wait-both-sides");
+    let mut options = declared_faults_early(&sc, 15, 1);
+    options.fault_ttls = (1.5, 2.0);
+    let o = run(&sc, &options);
+    assert!(
+        aimed(&o, "split-brain")
+            .iter()
+            .any(|w| w.contains("still follow")),
+        "no split brain with replicas on both sides: {:?}",
+        o.faults
+    );
+    assert_overlap(&o, "in a split brain");
+}
+
+#[test]
+fn a_renewal_kept_on_the_link_lands_after_the_release_and_breaks_nothing() {
+    require_environment();
+    // watchdog-long-work with a partition: a renewal due before the holder's release is
+    // kept on the link, the driver gives up on it and releases, and the renewal lands
+    // after the release. The watchdog's renewal checks the owner: it extends nothing.
+    let sc = soak::one_fault(&scenario("watchdog-long-work"), FaultKind::Partitions).unwrap();
+    let o = run(&sc, &declared_faults_early(&sc, 8, RENEWAL_RACE_SEED));
+    let race = o
+        .faults
+        .iter()
+        .find(|f| f.kind == "renewal-race" && f.aimed)
+        .unwrap_or_else(|| panic!("no renewal raced the release: {:?}", o.faults));
+    assert!(
+        race.what
+            .contains("kept EVALSHA (sent in its critical section)")
+            && race.what.contains("delivered after client"),
+        "{}",
+        race.what
+    );
+    // The release returned before the renewal was delivered, and after it was kept.
+    let c = race.client.unwrap();
+    assert!(
+        o.history.entries.iter().any(|e| e.ms > race.start_ms
+            && e.ms < race.end_ms
+            && matches!(e.event, Event::Done { client } if client == c)),
+        "{race:?}"
+    );
+    assert!(o.counts.purchases > 3, "{:?}", o.counts);
+    assert!(
+        !o.verdicts.violated(Property::MutualExclusion),
+        "{:?}",
+        o.verdicts
+    );
+}
+
+/// A seed whose schedule draws a renewal race first in
+/// `a_renewal_kept_on_the_link_lands_after_the_release_and_breaks_nothing`.
+const RENEWAL_RACE_SEED: u64 = 1;

@@ -177,6 +177,20 @@ impl Nemesis {
         (n >= self.masters).then(|| (n - self.masters) / self.replicas)
     }
 
+    /// The master slot node `n` belongs to: its own as a master, its master's as a
+    /// replica (a former master that rejoined as a replica stays in its slot).
+    fn slot_of(&self, n: usize) -> usize {
+        self.master_of(n).unwrap_or(n)
+    }
+
+    /// The slot's replica nodes named by `mask` (bit `j`: the slot's `j`-th replica).
+    fn replicas_in(&self, m: usize, mask: u8) -> Vec<usize> {
+        (0..self.replicas.min(8))
+            .filter(|j| mask & (1 << j) != 0)
+            .map(|j| self.masters + m * self.replicas + j)
+            .collect()
+    }
+
     /// The physical node serving master slot `m`.
     pub fn serving(&self, m: usize) -> usize {
         self.serving[m]
@@ -270,7 +284,7 @@ impl Nemesis {
         let old = self.serving[m];
         self.node(old).kill().await?;
         self.alive[old] = false;
-        let repointed = self.promote(m, r, 0).await?;
+        let repointed = self.promote(m, r, &[]).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
@@ -347,6 +361,18 @@ impl Nemesis {
         r: usize,
         with_old: u8,
     ) -> Result<String, ClusterError> {
+        let with_old = self.replicas_in(m, with_old);
+        self.split_brain_with(m, r, &with_old).await
+    }
+
+    /// [`Nemesis::split_brain`] with the nodes on the old master's side named (any of
+    /// the slot's replicas, a former master that rejoined as one too).
+    pub async fn split_brain_with(
+        &mut self,
+        m: usize,
+        r: usize,
+        with_old: &[usize],
+    ) -> Result<String, ClusterError> {
         if self.sentinels > 0 {
             return Err(ClusterError::Unsupported(
                 "a split brain is scripted: replay it with topology.sentinels = 0".into(),
@@ -355,10 +381,7 @@ impl Nemesis {
         let old = self.serving[m];
         let repointed = self.promote(m, r, with_old).await?;
         self.split = Some((m, old, vec![false; self.links.len()]));
-        let stayed: Vec<String> = (0..self.replicas)
-            .filter(|j| with_old & (1 << j) != 0)
-            .map(|j| format!("node{}", self.masters + m * self.replicas + j + 1))
-            .collect();
+        let stayed: Vec<String> = with_old.iter().map(|n| format!("node{}", n + 1)).collect();
         let stayed = match stayed.len() {
             0 => String::new(),
             1 => format!("; {} still follows node{}", stayed[0], old + 1),
@@ -392,9 +415,13 @@ impl Nemesis {
 
     /// Replica `r` becomes the master of slot `m`: `REPLICAOF NO ONE`, back on the
     /// cluster network (its replicas resync from it there), and the slot's other
-    /// replicas follow it, but those of `stay` (bit `j`: the slot's `j`-th replica).
-    /// Returns what was done to the other replicas.
-    async fn promote(&mut self, m: usize, r: usize, stay: u8) -> Result<String, ClusterError> {
+    /// replicas follow it, but those of `stay`. Returns what was done to the others.
+    async fn promote(
+        &mut self,
+        m: usize,
+        r: usize,
+        stay: &[usize],
+    ) -> Result<String, ClusterError> {
         self.node(r).promote().await?;
         if self.cut_off[r] {
             self.node(r).connect_to_network().await?;
@@ -406,21 +433,24 @@ impl Nemesis {
     }
 
     /// The live replicas of slot `m` other than `r` and those of `stay` get `REPLICAOF
-    /// <r>`. Sent on the published port, so it works while they are off the cluster
-    /// network; they sync at their next [`Nemesis::replicate`].
+    /// <r>` (a master stays one: the old master of a split brain keeps its side). Sent
+    /// on the published port, so it works while they are off the cluster network; they
+    /// sync at their next [`Nemesis::replicate`].
     async fn repoint_replicas(
         &mut self,
         m: usize,
         r: usize,
-        stay: u8,
+        stay: &[usize],
     ) -> Result<String, ClusterError> {
         let mut names = Vec::new();
-        for n in self.masters..self.nodes() {
-            if n == r || !self.alive[n] || self.master_of(n) != Some(m) {
-                continue;
-            }
-            let j = n - self.masters - m * self.replicas;
-            if stay & (1 << j) != 0 {
+        for n in 0..self.nodes() {
+            // A node that is a master itself (the old one, promoted earlier) stays one.
+            if n == r
+                || !self.alive[n]
+                || self.slot_of(n) != m
+                || self.upstream[n] == n
+                || stay.contains(&n)
+            {
                 continue;
             }
             self.upstream[n] = r;
@@ -533,7 +563,7 @@ impl Nemesis {
             self.cut_off[r] = false;
         }
         self.upstream[r] = r;
-        let repointed = self.repoint_replicas(m, r, 0).await?;
+        let repointed = self.repoint_replicas(m, r, &[]).await?;
         let up = self.addr(r);
         for row in &self.links {
             row[m].set_upstream(up);
@@ -548,8 +578,10 @@ impl Nemesis {
     }
 
     /// The split brain on slot `m` ends: every client's link leads to the promoted node,
-    /// and the old master is `docker kill`ed (it lost its side of the partition). `None`
-    /// when slot `m` has no split brain; else the old master and what was done.
+    /// the replicas that stayed with the old master follow the promoted one (as
+    /// Sentinel reconfigures them once it reaches them), and the old master is `docker
+    /// kill`ed (it lost its side of the partition). `None` when slot `m` has no split
+    /// brain; else the old master and what was done.
     pub async fn end_split(&mut self, m: usize) -> Result<Option<(usize, String)>, ClusterError> {
         let Some((slot, old, _)) = &self.split else {
             return Ok(None);
@@ -563,13 +595,27 @@ impl Nemesis {
             row[m].set_upstream(up);
         }
         self.split = None;
+        let new = self.serving[m];
+        let mut followed = Vec::new();
+        for n in 0..self.nodes() {
+            if n != old && self.alive[n] && self.upstream[n] == old && self.slot_of(n) == m {
+                self.upstream[n] = new;
+                self.node(n).replicate_from(self.node(new)).await?;
+                followed.push(format!("node{}", n + 1));
+            }
+        }
+        let followed = if followed.is_empty() {
+            String::new()
+        } else {
+            format!("; REPLICAOF node{} on {}", new + 1, followed.join(", "))
+        };
         self.node(old).kill().await?;
         self.alive[old] = false;
         Ok(Some((
             old,
             format!(
-                "every client's link leads to node{}; docker kill node{} (the old master)",
-                self.serving[m] + 1,
+                "every client's link leads to node{}{followed}; docker kill node{} (the old master)",
+                new + 1,
                 old + 1
             ),
         )))
@@ -585,6 +631,16 @@ impl Nemesis {
         }
         self.node(n).wait_for_link_up(CATCH_UP).await?;
         Ok(format!("node{} replicates continuously", n + 1))
+    }
+
+    /// Replica `n` off the cluster network again: it lags until its next
+    /// [`Nemesis::catch_up`].
+    pub async fn lag(&mut self, n: usize) -> Result<String, ClusterError> {
+        if !self.cut_off[n] {
+            self.node(n).disconnect_from_network().await?;
+            self.cut_off[n] = true;
+        }
+        Ok(format!("node{} off the network (lagging)", n + 1))
     }
 
     /// Whether replica `n` is up and on the network, replicating as it goes.

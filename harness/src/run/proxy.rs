@@ -8,13 +8,20 @@
 //!   as soon as they are accepted (the client sees a dropped connection);
 //! - lose a reply: requests flow on, and the k-th reply that comes back from then on
 //!   is thrown away and its connection closed: the command ran on the node, the client
-//!   never learns its result (a lost reply). The link is open again afterwards.
+//!   never learns its result (a lost reply). The link is open again afterwards;
+//! - keep a request back ([`LinkProxy::keep_next_request`]): the next request the
+//!   client sends is taken off its connection, which drops (the client gives up on
+//!   it at once), and stays in the proxy while the client goes on over a new
+//!   connection; [`LinkProxy::deliver_kept`] later sends its very bytes to the node it
+//!   was for over a fresh connection, and nobody reads the reply: a request given up
+//!   on that still lands, as the run engine's `DeliverLate` sends it.
 //!
 //! The upstream can be changed (failover, restart on a new port); connections made
 //! before the change are dropped so that the client reconnects to the new node.
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -39,6 +46,54 @@ struct Shared {
     skip: Mutex<u32>,
     /// The command whose reply was lost last, as the client sent it (its name).
     lost: Mutex<Option<String>>,
+    /// A request kept back from its node ([`LinkProxy::keep_next_request`]).
+    kept: Mutex<Kept>,
+}
+
+/// A request kept back by the link.
+#[derive(Clone, Debug, Default)]
+enum Kept {
+    #[default]
+    Nothing,
+    /// The next request is to be kept, its connection silent for so long.
+    Armed(Duration),
+    /// Kept: its bytes, its command's name, and the node it was for.
+    Request {
+        bytes: Vec<u8>,
+        name: String,
+        upstream: SocketAddr,
+    },
+}
+
+/// A request a link kept back ([`LinkProxy::keep_next_request`]).
+#[derive(Debug)]
+pub struct KeptRequest {
+    bytes: Vec<u8>,
+    /// Its command's name.
+    pub name: String,
+    upstream: SocketAddr,
+}
+
+impl KeptRequest {
+    /// Send its very bytes to the node it was for, over a fresh connection, and wait up
+    /// to `timeout` for the node to answer (the answer is read by nobody): it ran
+    /// there. An error when the node could not be reached (a node that died or
+    /// restarted meanwhile: the request is lost with its connection).
+    pub async fn deliver(self, timeout: Duration) -> std::io::Result<()> {
+        let send = async {
+            let mut node = TcpStream::connect(self.upstream).await?;
+            node.write_all(&self.bytes).await?;
+            let mut reply = [0u8; 1024];
+            match node.read(&mut reply).await? {
+                0 => Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof)),
+                _ => Ok(()),
+            }
+        };
+        match tokio::time::timeout(timeout, send).await {
+            Ok(sent) => sent,
+            Err(_) => Err(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+        }
+    }
 }
 
 /// One link's proxy. Dropping it stops the proxy and closes its connections.
@@ -67,6 +122,7 @@ impl LinkProxy {
             state: watch::Sender::new((LinkState::Open, 0)),
             skip: Mutex::new(0),
             lost: Mutex::new(None),
+            kept: Mutex::new(Kept::Nothing),
         });
         let s = shared.clone();
         let accept = tokio::spawn(async move {
@@ -133,6 +189,42 @@ impl LinkProxy {
             .clone()
     }
 
+    /// Keep the next request the client sends back from its node: it is taken off its
+    /// connection, which stays silent for `silent` (a client whose timeout is shorter
+    /// gives up on the request; what it sends meanwhile on that connection is lost
+    /// with it) and is then closed (a client still waiting sees it drop and gives up),
+    /// and the request is held by the proxy until it is taken ([`LinkProxy::take_kept`]) and delivered. Everything
+    /// else flows on; the client's next connection works as before.
+    pub fn keep_next_request(&self, silent: Duration) {
+        *self.shared.kept.lock().unwrap_or_else(|e| e.into_inner()) = Kept::Armed(silent);
+    }
+
+    /// The name of the command kept back, once one was.
+    pub fn kept_request(&self) -> Option<String> {
+        match &*self.shared.kept.lock().unwrap_or_else(|e| e.into_inner()) {
+            Kept::Request { name, .. } => Some(name.clone()),
+            _ => None,
+        }
+    }
+
+    /// Take the request kept back (`None` when none was; the link then keeps no later
+    /// one either), to [`deliver`](KeptRequest::deliver) it.
+    pub fn take_kept(&self) -> Option<KeptRequest> {
+        let kept = std::mem::take(&mut *self.shared.kept.lock().unwrap_or_else(|e| e.into_inner()));
+        match kept {
+            Kept::Request {
+                bytes,
+                name,
+                upstream,
+            } => Some(KeptRequest {
+                bytes,
+                name,
+                upstream,
+            }),
+            _ => None,
+        }
+    }
+
     /// Forward to a new upstream from now on; existing connections are dropped.
     pub fn set_upstream(&self, upstream: SocketAddr) {
         *self
@@ -193,6 +285,10 @@ async fn forward(
                     if let Some(name) = command_name(&up[..n]) {
                         last_command = name;
                     }
+                    if let Some(silent) = keep(&shared, &up[..n], &last_command, upstream) {
+                        tokio::time::sleep(silent).await;
+                        return;
+                    }
                     if sw.write_all(&up[..n]).await.is_err() { return }
                 }
             },
@@ -222,6 +318,21 @@ async fn forward(
             },
         }
     }
+}
+
+/// Keep `bytes` (a request of `name` for `upstream`) back when the link is armed to
+/// keep the next request: how long its connection then stays silent.
+fn keep(shared: &Shared, bytes: &[u8], name: &str, upstream: SocketAddr) -> Option<Duration> {
+    let mut kept = shared.kept.lock().unwrap_or_else(|e| e.into_inner());
+    let Kept::Armed(silent) = *kept else {
+        return None;
+    };
+    *kept = Kept::Request {
+        bytes: bytes.to_vec(),
+        name: name.to_string(),
+        upstream,
+    };
+    Some(silent)
 }
 
 /// The name of the first command in `bytes`, when they begin a RESP array of bulk

@@ -76,6 +76,12 @@ impl Spec {
         }
     }
 
+    /// How long the driver waits for one command before it gives up on it: half the
+    /// ttl, at most 250 ms.
+    pub fn command_timeout(ttl_ms: u64) -> Duration {
+        Duration::from_millis((ttl_ms / 2).clamp(1, 250))
+    }
+
     /// The pause before another attempt after a busy or failed one: a quarter to a half
     /// of a tick, so that a lock that frees up is taken within half a tick.
     pub(super) fn retry_pause(&self, rng: &mut ChaCha8Rng) -> Duration {
@@ -103,7 +109,7 @@ impl Spec {
             .nodes(urls.iter().cloned())
             .ttl(Duration::from_millis(self.ttl_ms))
             .retry_count(0)
-            .command_timeout(Duration::from_millis((self.ttl_ms / 2).clamp(1, 250)))
+            .command_timeout(Spec::command_timeout(self.ttl_ms))
             .connect_timeout(Duration::from_millis(500))
             .fencing(self.fencing.enabled())
             .wait_replicas(self.wait_replicas)

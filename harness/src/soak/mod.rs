@@ -98,8 +98,8 @@ impl SoakOptions {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FaultRecord {
     /// The fault kind (`pause`, `crash`, `lost-reply`, `failover`, `split-brain`,
-    /// `restart`, `partition`, `container-pause`, `clock-jump`, `slow-steps`,
-    /// `clock-drift`, `drift-step`).
+    /// `restart`, `partition`, `container-pause`, `late-request`, `renewal-race`,
+    /// `clock-jump`, `slow-steps`, `clock-drift`, `drift-step`).
     pub kind: String,
     /// The client it struck, if it struck one (a pause, a crash, a link cut).
     pub client: Option<usize>,

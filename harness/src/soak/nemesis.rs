@@ -40,6 +40,26 @@
 //!   jump ([`key_target`]);
 //! - `partition`: the holder's link proxy to a master is cut for the drawn length, or the
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
+//!   two more shapes of a partition, from the world rather than from the model: the
+//!   model's partition keeps a request its client gave up on on the wire and delivers
+//!   it after the heal (`DeliverLate`), and so do these:
+//! - `late-request` (`partitions`): the link proxy holds its bytes (`LinkState::Hold`:
+//!   the connections stay up, nothing is forwarded) for the drawn length, at least
+//!   twice the driver's command timeout, so that the driver gives up on what it sent;
+//!   then the link opens and what waited in it is delivered in order: the request runs
+//!   after its client gave up, and nobody reads the reply. Aimed at the holder (its
+//!   release or a renewal is held), or every fourth time at a client outside its
+//!   critical section (its next acquire);
+//! - `renewal-race` (`partitions`, where the lock renews): the holder's renewal is kept
+//!   on the link while the holder releases, then delivered, so that it lands after the
+//!   release. The driver renews and releases one at a time (the machine's mutex), so a
+//!   renewal races the release only once the driver gave up on it, as in the model: the
+//!   nemesis waits for a holder whose work spans one more renewal, half an interval
+//!   before it is due has the link keep the next request back
+//!   ([`LinkProxy::keep_next_request`]: taken off its connection, which drops, so the
+//!   driver gives up on the renewal at once and goes on over a new connection), waits
+//!   for the release, and sends the very bytes kept to the node over a fresh
+//!   connection ([`KeptRequest::deliver`], as the run engine's `DeliverLate`);
 //! - `clock-jump`: the serving master's wall clock jumps by `clock_jump × tick_ms`
 //!   (libclockshift, [`NODE_CLOCK_EMULATION`](crate::run::nemesis::NODE_CLOCK_EMULATION))
 //!   (`clock_jumps`). With several masters it strikes one that holds a holder's key,
@@ -60,9 +80,17 @@
 //!   copied expires), then right after an acquire the replica is promoted while the old
 //!   master stays up: the holder's link still leads to the old master, every other
 //!   client's to the promoted one, which lacks the holder's acquire (as clients on two
-//!   sides of a partition, each side with a master). After the drawn length every link
-//!   leads to the promoted node and the old master is killed; it comes back empty as a
-//!   lagging replica (`split_brains`, with `replicas` at least 1).
+//!   sides of a partition, each side with a master). With two spare replicas or more,
+//!   the replicas are on both sides, drawn ([`old_side`]): one up to all but one stay
+//!   with the old master and keep replicating from it (`Nemesis::split_brain_with`:
+//!   any spare replica, a former master that rejoined as one too), those in sync
+//!   first, so that the old side keeps acknowledging `WAIT`;
+//!   the promoted replica is one the sentinels reach (with `most-advanced`, the most
+//!   advanced of those), and as many of the rest as acquires `WAIT` for replicate from
+//!   it as they go. After the drawn length every link leads to the promoted node, the
+//!   replicas of the old side follow it, and the old master is killed; it comes back
+//!   empty as a lagging replica, and replicas in sync beyond `wait_replicas` lag again
+//!   (`split_brains`, with `replicas` at least 1).
 //!
 //! - `slow-steps` (every scenario: the model lets each step of a client, and each leg
 //!   of a command, take up to `timing.max_step_delay` ticks), beside the schedule above
@@ -100,6 +128,8 @@
 //! sentinels are scripted here, not left to Sentinel ([`not_injected`]).
 //!
 //! [`LinkProxy::lose_reply`]: crate::run::proxy::LinkProxy::lose_reply
+//! [`LinkProxy::keep_next_request`]: crate::run::proxy::LinkProxy::keep_next_request
+//! [`KeptRequest::deliver`]: crate::run::proxy::KeptRequest::deliver
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -132,6 +162,10 @@ pub enum Kind {
     ClockJump,
     LostReply,
     SplitBrain,
+    /// A shape of a partition: the link holds its bytes past the driver's timeout.
+    LateRequest,
+    /// A shape of a partition: a renewal kept on the link lands after the release.
+    RenewalRace,
     /// Not drawn by the schedule: [`slow_steps`] runs beside it.
     SlowSteps,
     /// Not drawn by the schedule: [`drift`] runs beside it.
@@ -153,6 +187,8 @@ impl Kind {
             Kind::ClockJump => "clock-jump",
             Kind::LostReply => "lost-reply",
             Kind::SplitBrain => "split-brain",
+            Kind::LateRequest => "late-request",
+            Kind::RenewalRace => "renewal-race",
             Kind::SlowSteps => "slow-steps",
             Kind::ClockDrift => "clock-drift",
             Kind::DriftStep => "drift-step",
@@ -186,6 +222,10 @@ pub fn kinds(scenario: &Scenario, slow_steps: bool) -> Vec<Kind> {
     if f.partitions > 0 {
         kinds.push(Kind::Partition);
         kinds.push(Kind::ContainerPause);
+        kinds.push(Kind::LateRequest);
+        if crate::run::lock_config(scenario, scenario.timing.tick_ms).renews() {
+            kinds.push(Kind::RenewalRace);
+        }
     }
     if f.clock_jumps > 0 {
         kinds.push(Kind::ClockJump);
@@ -238,6 +278,12 @@ pub struct Plan {
     step_delay_ms: u64,
     /// The lock has a renewal task (a watchdog, or a custom lock's renewal step).
     renews: bool,
+    /// How often it renews, in ms.
+    renew_every_ms: u64,
+    /// A holder's work in its critical section, in ms.
+    work_ms: u64,
+    /// How long the driver waits for a command before it gives up on it.
+    command_timeout: Duration,
     /// Slow clients run beside the schedule.
     slow_clients: bool,
     tick_ms: u64,
@@ -271,6 +317,9 @@ impl Plan {
             step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
                 .saturating_mul(tick_ms),
             renews: crate::run::lock_config(scenario, tick_ms).renews(),
+            renew_every_ms: crate::run::lock_config(scenario, tick_ms).renew_interval(),
+            work_ms: u64::from(scenario.timing.work).saturating_mul(tick_ms),
+            command_timeout: super::client::Spec::command_timeout(ttl_ms),
             slow_clients: options.slow_steps,
             tick_ms,
             drift_every: Duration::from_millis(
@@ -349,6 +398,174 @@ async fn acquirer(
     stop: &AtomicBool,
 ) -> Option<usize> {
     first_of(rng, limit, stop, || rec.acquiring()).await
+}
+
+/// A client outside its critical section (`Some`, aimed) within `limit`: its next
+/// request is an acquire's.
+async fn outsider(
+    rec: &Recorder,
+    rng: &mut ChaCha8Rng,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> Option<usize> {
+    let (_, holding) = rec.holding();
+    first_of(rng, limit, stop, || {
+        let inside = rec.inside();
+        (0..holding.len())
+            .filter(|c| inside.iter().all(|(i, _)| i != c))
+            .collect()
+    })
+    .await
+}
+
+/// A holder whose hold spans one more renewal (`Some`, aimed) within `limit`: once one
+/// shows up, wait until its last renewal before the end of its work is half an
+/// interval away. The renewal is due one interval after another from the acquire.
+async fn renewal_due(
+    plan: &Plan,
+    rec: &Recorder,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> Option<usize> {
+    let every = plan.renew_every_ms.max(1) as f64;
+    let end = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        let now = rec.ms();
+        for (c, since) in rec.inside() {
+            // The last renewal due while it still works (a quarter interval spare).
+            let work_end = since + plan.work_ms as f64 - every / 4.0;
+            let k = ((work_end - since) / every).floor();
+            let due = since + k * every;
+            if k >= 1.0 && due - every / 2.0 > now {
+                let wait = Duration::from_secs_f64((due - every / 2.0 - now) / 1000.0);
+                if sleep_or_stop(wait, stop).await {
+                    return None;
+                }
+                return rec
+                    .inside()
+                    .iter()
+                    .any(|&(i, s)| i == c && s == since)
+                    .then_some(c);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    None
+}
+
+/// When a request kept back lands.
+#[derive(Clone, Copy, Debug)]
+enum Landing {
+    /// Once this long has passed, at a moment when another client is in its critical
+    /// section (a late release or renewal deletes or extends that one's lock).
+    AnotherInside(Duration),
+    /// Once this long has passed, at a moment when no client is in its critical section
+    /// (a late acquire takes the lock for nobody).
+    NobodyInside(Duration),
+    /// Once the client that sent it has released.
+    AfterRelease,
+}
+
+/// Client `c`'s next request on its link to master slot `m` is kept back, its
+/// connection silent for `silent` and then dropped (`LinkProxy::keep_next_request`):
+/// the driver gives up on it and goes on over a new connection. At its `landing`
+/// (waited for up to `limit`), the request kept is delivered over a fresh connection:
+/// it runs after its client gave up, and nobody reads the reply. What was done, and
+/// whether it landed as aimed.
+#[allow(clippy::too_many_arguments)]
+async fn keep_and_deliver(
+    plan: &Plan,
+    cluster: &Mutex<Nemesis>,
+    rec: &Recorder,
+    (c, m): (usize, usize),
+    silent: Duration,
+    landing: Landing,
+    limit: Duration,
+    stop: &AtomicBool,
+) -> (String, bool) {
+    let port = {
+        let nem = cluster.lock().await;
+        nem.link(c, m).keep_next_request(silent);
+        nem.link(c, m).addr().port()
+    };
+    let link = format!(
+        "proxy 127.0.0.1:{port} (client{} -> master{})",
+        c + 1,
+        m + 1
+    );
+    let end = tokio::time::Instant::now() + limit;
+    // The request kept, and its client's state then.
+    let mut kept = None;
+    while kept.is_none() && tokio::time::Instant::now() < end && !stop.load(Ordering::SeqCst) {
+        let inside = rec.inside().iter().any(|(i, _)| *i == c);
+        let (at, holding) = rec.holding();
+        let sent = match (inside, holding[c].0) {
+            (true, _) => "sent in its critical section",
+            (false, true) => "sent while it acquired or released",
+            (false, false) => "sent between its attempts",
+        };
+        kept = cluster
+            .lock()
+            .await
+            .link(c, m)
+            .kept_request()
+            .map(|name| (name, sent, holding[c].1, at));
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let Some((name, sent, generation, kept_at)) = kept else {
+        // Nothing to keep: the link must not keep a later request.
+        let _ = cluster.lock().await.link(c, m).take_kept();
+        return (format!("{link} saw no request to keep"), false);
+    };
+    let kept_when = tokio::time::Instant::now();
+    let end = end.max(kept_when + limit);
+    let landed = loop {
+        if tokio::time::Instant::now() >= end || stop.load(Ordering::SeqCst) {
+            break None;
+        }
+        let (now, holding) = rec.holding();
+        let others = rec.inside().iter().filter(|(i, _)| *i != c).count();
+        let due = |after: Duration| tokio::time::Instant::now() >= kept_when + after;
+        let at = match landing {
+            Landing::AnotherInside(after) => {
+                (due(after) && others > 0).then(|| format!("under another holder at {now:.0} ms"))
+            }
+            Landing::NobodyInside(after) => (due(after) && rec.inside().is_empty())
+                .then(|| format!("while nobody held, at {now:.0} ms")),
+            Landing::AfterRelease => (holding[c].1 != generation)
+                .then(|| format!("after client{} released, at {now:.0} ms", c + 1)),
+        };
+        if at.is_some() {
+            break at;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    };
+    let request = cluster.lock().await.link(c, m).take_kept();
+    let timeout = plan.command_timeout.max(Duration::from_millis(500));
+    let delivered = match request {
+        Some(request) => request.deliver(timeout).await,
+        None => Err(std::io::Error::other("nothing kept")),
+    };
+    let gave_up = if silent.is_zero() {
+        "its connection dropped at once".to_string()
+    } else {
+        format!(
+            "its connection silent for {} ms (the command timeout is {} ms), then dropped",
+            silent.as_millis(),
+            plan.command_timeout.as_millis()
+        )
+    };
+    let outcome = match (&delivered, &landed) {
+        (Ok(()), Some(at)) => format!("delivered {at}: it ran, its reply read by nobody"),
+        (Ok(()), None) => {
+            "delivered at the end of the wait: it ran, its reply read by nobody".to_string()
+        }
+        (Err(e), _) => format!("not delivered ({e}): lost with its connection"),
+    };
+    let what = format!(
+        "{link} kept {name} ({sent}) back at {kept_at:.0} ms, {gave_up}: the client gave up on it; {outcome}"
+    );
+    (what, delivered.is_ok() && landed.is_some())
 }
 
 /// One of the clients `candidates` lists, polled every millisecond for `limit`.
@@ -647,6 +864,48 @@ pub async fn run(
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
+            Kind::LateRequest | Kind::RenewalRace => {
+                let (target, silent, landing) = if kind == Kind::RenewalRace {
+                    // Dropped at once: the driver gives up on the renewal in time to
+                    // release.
+                    let target = renewal_due(&plan, &rec, limit, &stop).await;
+                    (target, Duration::ZERO, Landing::AfterRelease)
+                } else {
+                    // Mostly the holder's next request, its release or a renewal,
+                    // landing under another holder; every fourth time that of a client
+                    // outside its critical section, an acquire, landing while nobody
+                    // holds.
+                    let acquire = rng.random_bool(0.25);
+                    let target = if acquire {
+                        outsider(&rec, &mut rng, limit, &stop).await
+                    } else {
+                        holder(&rec, &mut rng, limit, &stop).await
+                    };
+                    // Silent past the driver's command timeout: it gives up on it.
+                    let silent = plan.command_timeout * 2;
+                    let after = length.max(silent);
+                    let landing = if acquire {
+                        Landing::NobodyInside(after)
+                    } else {
+                        Landing::AnotherInside(after)
+                    };
+                    (target, silent, landing)
+                };
+                let c = target.unwrap_or(random_client);
+                let start = rec.ms();
+                let (what, landed) = keep_and_deliver(
+                    &plan,
+                    &cluster,
+                    &rec,
+                    (c, slot),
+                    silent,
+                    landing,
+                    limit,
+                    &stop,
+                )
+                .await;
+                record(&rec, kind, Some(c), start, what, target.is_some() && landed);
+            }
             // Run beside the schedule ([`drift`], [`slow_steps`]), never drawn.
             Kind::ClockDrift | Kind::DriftStep | Kind::SlowSteps => {}
             Kind::Failover | Kind::SplitBrain => {
@@ -656,9 +915,24 @@ pub async fn run(
                     .choose(&mut rng)
                     .copied()
                     .unwrap_or(0);
-                let Some(r) =
-                    prepare_promotion(&plan, &cluster, &rec, &mut spare[m], m, &mut rng, &stop)
-                        .await?
+                // A split brain's replicas on the old master's side: out of the
+                // sentinels' reach, never promoted.
+                let old_side = if kind == Kind::SplitBrain {
+                    old_side(&cluster, &spare[m], &mut rng).await
+                } else {
+                    Vec::new()
+                };
+                let Some(r) = prepare_promotion(
+                    &plan,
+                    &cluster,
+                    &rec,
+                    &mut spare[m],
+                    &old_side,
+                    m,
+                    &mut rng,
+                    &stop,
+                )
+                .await?
                 else {
                     return Ok(());
                 };
@@ -675,7 +949,22 @@ pub async fn run(
                     // The holder stays with the old master; every other client learns
                     // the new one, which lacks the holder's acquire.
                     let mut nem = cluster.lock().await;
-                    let mut what = nem.split_brain(m, r, 0).await?;
+                    let mut what = nem.split_brain_with(m, r, &old_side).await?;
+                    // The replicas on the promoted node's side replicate from it as
+                    // they go, as many as acquires wait for.
+                    let mut synced = spare[m]
+                        .iter()
+                        .filter(|&&n| !old_side.contains(&n) && nem.in_sync(n))
+                        .count();
+                    for &n in spare[m].iter().filter(|n| !old_side.contains(n)) {
+                        if synced >= plan.in_sync {
+                            break;
+                        }
+                        if !nem.in_sync(n) {
+                            what.push_str(&format!("; {}", nem.keep_in_sync(n).await?));
+                            synced += 1;
+                        }
+                    }
                     for c in (0..n_clients).filter(|c| Some(*c) != target) {
                         if let Some(moved) = nem.redirect(c, m) {
                             what.push_str(&format!("; client{} {moved}", c + 1));
@@ -835,23 +1124,46 @@ fn note(rec: &Recorder, step: &str, what: &str) {
     });
 }
 
+/// The replicas of a master slot (of its `spare` ones) that a split brain leaves on the old
+/// master's side, drawn: with two spare replicas or more, one up to all but one (one
+/// is left to promote; with one, the old shape: every replica on the new side). Aimed: those in sync first, so that the old side keeps
+/// acknowledging `WAIT` while the sentinels promote one that lags.
+async fn old_side(cluster: &Mutex<Nemesis>, spare: &[usize], rng: &mut ChaCha8Rng) -> Vec<usize> {
+    if spare.len() < 2 {
+        return Vec::new();
+    }
+    let mut candidates = spare.to_vec();
+    let k = rng.random_range(1..candidates.len());
+    candidates.shuffle(rng);
+    let nem = cluster.lock().await;
+    candidates.sort_by_key(|&n| !nem.in_sync(n));
+    candidates.truncate(k);
+    candidates
+}
+
 /// Choose the replica of master slot `m` to promote and get the slot ready for it:
 /// the replicas catch up, then the lock entry they copied expires (a replica that keeps
 /// up would have copied its deletion), so that what the promoted one lacks is the
 /// acquires since, the next one above all. Aimed: a replica that lags, unless only one
-/// in sync may be promoted (Sentinel's rule) or none lags. `None` when the soak stopped.
+/// in sync may be promoted (Sentinel's rule) or none lags. Those of `old_side` are out
+/// of reach (a split brain's on the old master's side). `None` when the soak stopped.
+#[allow(clippy::too_many_arguments)]
 async fn prepare_promotion(
     plan: &Plan,
     cluster: &Mutex<Nemesis>,
     rec: &Recorder,
     spare: &mut Vec<usize>,
+    old_side: &[usize],
     m: usize,
     rng: &mut ChaCha8Rng,
     stop: &AtomicBool,
 ) -> Result<Option<usize>, RunError> {
     let (synced, lagging): (Vec<usize>, Vec<usize>) = {
         let nem = cluster.lock().await;
-        spare.iter().partition(|&&n| nem.in_sync(n))
+        spare
+            .iter()
+            .filter(|n| !old_side.contains(n))
+            .partition(|&&n| nem.in_sync(n))
     };
     let pool = match (plan.most_advanced, synced.is_empty(), lagging.is_empty()) {
         (true, false, _) | (false, false, true) => synced,
@@ -889,9 +1201,14 @@ async fn recover(
     note(rec, "recovery", &what);
     spare.push(old);
     let mut nem = cluster.lock().await;
-    let synced = spare.iter().filter(|&&n| nem.in_sync(n)).count();
-    if synced < plan.in_sync {
+    let synced: Vec<usize> = spare.iter().copied().filter(|&n| nem.in_sync(n)).collect();
+    if synced.len() < plan.in_sync {
         let what = nem.keep_in_sync(old).await?;
+        note(rec, "recovery", &what);
+    }
+    // A split brain may have left more in sync (one on each side): the rest lag again.
+    for &n in synced.iter().skip(plan.in_sync) {
+        let what = nem.lag(n).await?;
         note(rec, "recovery", &what);
     }
     Ok(())
@@ -1147,5 +1464,37 @@ pub async fn observe(
             }
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(name: &str) -> Scenario {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios")
+            .join(format!("{name}.toml"));
+        Scenario::load(&path).unwrap()
+    }
+
+    #[test]
+    fn a_partition_budget_brings_its_late_shapes_and_a_renewal_race_where_the_lock_renews() {
+        let late = kinds(&scenario("set-px-del-late-release"), false);
+        assert_eq!(
+            late,
+            [Kind::Partition, Kind::ContainerPause, Kind::LateRequest]
+        );
+        let mut watchdog = scenario("watchdog-long-work");
+        assert!(!kinds(&watchdog, false).contains(&Kind::LateRequest));
+        watchdog.faults.partitions = 1;
+        let shapes = kinds(&watchdog, false);
+        assert!(shapes.contains(&Kind::LateRequest) && shapes.contains(&Kind::RenewalRace));
+        // An explicit lease renews nothing: no renewal to race.
+        let mut lease = scenario("reentrant-explicit-lease");
+        lease.faults.partitions = 1;
+        assert!(!kinds(&lease, false).contains(&Kind::RenewalRace));
+        assert_eq!(Kind::LateRequest.as_str(), "late-request");
+        assert_eq!(Kind::RenewalRace.as_str(), "renewal-race");
     }
 }

@@ -70,6 +70,8 @@ fn fault_color(kind: &str) -> &'static str {
         "container-pause" => "#7fd18b",
         "lost-reply" => "#6b6bd6",
         "split-brain" => "#c9844d",
+        "late-request" => "#3fb8a8",
+        "renewal-race" => "#8fa83f",
         "slow-steps" => "#cfcfcf",
         _ => "#e05f9a",
     }
@@ -264,6 +266,8 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
         ("restart", "restart"),
         ("partition", "partition"),
         ("container-pause", "container pause"),
+        ("late-request", "late request"),
+        ("renewal-race", "renewal race"),
         ("clock-jump", "clock jump"),
         ("slow-steps", "slow steps"),
     ]
