@@ -2,8 +2,10 @@
 //! Lua script with the reply that means success; everything a mistake can hide in is
 //! checked here, at load time: unknown keys, a step with both or neither of `command`
 //! and `script`, a command the abstract Redis does not implement (also inside a script,
-//! from its literal `redis.call('X'` names), a Lua syntax error (the file line of the
-//! script's line), a missing success reply, a misspelt placeholder.
+//! from its literal `redis.call('X'` names outside comments), a library the model's Lua
+//! does not implement (`struct`, `cmsgpack`), a Lua syntax error (the file line of the
+//! script's line), a literal time in a command that is not a whole number of ticks, a
+//! missing success reply, a misspelt placeholder.
 
 use std::sync::Arc;
 
@@ -23,7 +25,7 @@ const RENEW_KEYS: &[&str] = &["command", "script", "keys", "args", "renewed", "e
 
 impl Parser<'_> {
     /// `[lock]`, for design `custom`.
-    pub(super) fn lock(&self, lock: &Section<'_, '_>) -> Result<ScenarioLock> {
+    pub(super) fn lock(&self, lock: &Section<'_, '_>, tick_ms: u64) -> Result<ScenarioLock> {
         if lock.table.is_none() {
             return Err(self.err(
                 1,
@@ -35,13 +37,13 @@ impl Parser<'_> {
         self.check_unknown(lock)?;
         let acquire_section = self.step_section(lock, "acquire", "lock.acquire", ACQUIRE_KEYS)?;
         let release_section = self.step_section(lock, "release", "lock.release", RELEASE_KEYS)?;
-        let acquire = self.step(lock, &acquire_section, "acquire", "granted")?;
-        let release = self.step(lock, &release_section, "release", "released")?;
+        let acquire = self.step(lock, &acquire_section, "acquire", "granted", tick_ms)?;
+        let release = self.step(lock, &release_section, "release", "released", tick_ms)?;
         let (renew, every) = match lock.get("renew") {
             None => (None, None),
             Some(_) => {
                 let section = self.step_section(lock, "renew", "lock.renew", RENEW_KEYS)?;
-                let renew = self.step(lock, &section, "renew", "renewed")?;
+                let renew = self.step(lock, &section, "renew", "renewed", tick_ms)?;
                 let every = self.u32_opt(&section, "every")?;
                 if let Some(every) = &every {
                     self.at_least(&section, "every", every, 1)?;
@@ -94,6 +96,7 @@ impl Parser<'_> {
         section: &Section<'_, '_>,
         name: &str,
         success: &str,
+        tick_ms: u64,
     ) -> Result<LockStep> {
         let command = self.strings(section, "command")?;
         let script = self.string(section, "script")?;
@@ -119,7 +122,7 @@ impl Parser<'_> {
                         ));
                     }
                 }
-                self.command_words(section, &command)?;
+                self.command_words(section, &command, tick_ms)?;
                 Action::Command(command.value)
             }
             (None, Some(script)) => {
@@ -199,8 +202,14 @@ impl Parser<'_> {
         }))
     }
 
-    /// A command: a known name first, placeholders spelt right.
-    fn command_words(&self, section: &Section<'_, '_>, command: &Field<Vec<String>>) -> Result<()> {
+    /// A command: a known name first, placeholders spelt right, literal times whole
+    /// ticks.
+    fn command_words(
+        &self,
+        section: &Section<'_, '_>,
+        command: &Field<Vec<String>>,
+        tick_ms: u64,
+    ) -> Result<()> {
         let bad = |message: String| {
             self.err(
                 command.line,
@@ -216,6 +225,23 @@ impl Parser<'_> {
         };
         if let Some(why) = call::refusal(name) {
             return Err(bad(why));
+        }
+        for (i, unit_ms) in call::time_arguments(&command.value) {
+            let word = &command.value[i];
+            let Ok(n) = word.parse::<i64>() else {
+                continue;
+            };
+            let whole = n
+                .checked_mul(i64::try_from(unit_ms).unwrap_or(i64::MAX))
+                .is_some_and(|ms| ms % i64::try_from(tick_ms).unwrap_or(i64::MAX) == 0);
+            if !whole {
+                let unit = if unit_ms == 1 { "ms" } else { "s" };
+                return Err(bad(format!(
+                    "`{} {word}` ({word} {unit}) is not a whole number of ticks of {tick_ms} ms \
+                     (timing.tick_ms): the model's clock cannot place that expiry",
+                    command.value[i - 1]
+                )));
+            }
         }
         self.placeholders(section, "command", command)
     }
@@ -253,6 +279,16 @@ impl Parser<'_> {
                 format!(
                     "Lua syntax error at line {} of the script: {}",
                     e.line, e.message
+                ),
+            ));
+        }
+        if let Some((library, line)) = lua::unimplemented_libraries(&script.value).first() {
+            return Err(self.err(
+                at(*line),
+                section.dotted("script"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "line {line} of the script: the `{library}` library is not implemented by the model's Lua"
                 ),
             ));
         }
