@@ -275,3 +275,46 @@ fn a_literal_time_between_ticks_is_refused_at_load() {
         .to_string();
     assert!(e.contains("`struct` library"), "{e}");
 }
+
+#[test]
+fn a_script_file_is_read_beside_the_scenario_and_checked_as_an_inline_script() {
+    let dir = std::env::temp_dir().join(format!("locklab-script-file-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("locks")).unwrap();
+    let release = Script::CompareAndDelete.lua();
+    std::fs::write(dir.join("locks/release.lua"), release).unwrap();
+    let file_lock = lock_table(false).replace(
+        &format!("script = {release:?}"),
+        "script_file = \"locks/release.lua\"",
+    );
+    assert!(file_lock.contains("script_file"), "{file_lock}");
+    let text = |lock: &str| {
+        format!(
+            "name = \"s\"\ndesign = \"custom\"\n{lock}{}[expect]\nmutual_exclusion = \"holds\"\n\
+             owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\nresource_safety = \"holds\"\n",
+            BODIES[0]
+        )
+    };
+    let path = dir.join("s.toml");
+    std::fs::write(&path, text(&file_lock)).unwrap();
+    let from_file = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let inline = Scenario::parse(&text(&lock_table(false)), "s.toml").unwrap();
+    assert_eq!(from_file.lock, inline.lock);
+    // Its mistakes name the scenario's line, the key and the script file's line.
+    std::fs::write(dir.join("locks/release.lua"), "return 1\nif x then\n").unwrap();
+    let e = Scenario::load(&path)
+        .expect_err("a syntax error")
+        .to_string();
+    assert!(
+        e.contains(
+            ":5: key `lock.release.script_file`: Lua syntax error at line 2 of locks/release.lua"
+        ),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("locks/release.lua")).unwrap();
+    let e = Scenario::load(&path).expect_err("no file").to_string();
+    assert!(
+        e.contains("key `lock.release.script_file`: cannot read"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

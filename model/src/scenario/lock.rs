@@ -7,6 +7,7 @@
 //! script's line), a literal time in a command that is not a whole number of ticks, a
 //! missing success reply, a misspelt placeholder.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use locklab::design::custom::{misspelt_placeholder, Action, CustomLock, Expected, LockStep};
@@ -19,9 +20,31 @@ use super::{KeyErrorKind, ScenarioError, ScenarioLock};
 use crate::{call, lua};
 
 pub(super) const LOCK_KEYS: &[&str] = &["acquire", "release", "renew"];
-const ACQUIRE_KEYS: &[&str] = &["command", "script", "keys", "args", "granted"];
-const RELEASE_KEYS: &[&str] = &["command", "script", "keys", "args", "released"];
-const RENEW_KEYS: &[&str] = &["command", "script", "keys", "args", "renewed", "every"];
+const ACQUIRE_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "granted",
+];
+const RELEASE_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "released",
+];
+const RENEW_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "renewed",
+    "every",
+];
 
 impl Parser<'_> {
     /// `[lock]`, for design `custom`.
@@ -99,17 +122,37 @@ impl Parser<'_> {
         tick_ms: u64,
     ) -> Result<LockStep> {
         let command = self.strings(section, "command")?;
-        let script = self.string(section, "script")?;
+        let inline = self.string(section, "script")?;
+        let file = self.string(section, "script_file")?;
         let keys = self.strings(section, "keys")?;
         let args = self.strings(section, "args")?;
-        if let (Some(_), Some(script)) = (&command, &script) {
+        let given: Vec<(&str, usize)> = [
+            ("command", command.as_ref().map(|c| c.line)),
+            ("script", inline.as_ref().map(|s| s.line)),
+            ("script_file", file.as_ref().map(|f| f.line)),
+        ]
+        .into_iter()
+        .filter_map(|(key, line)| Some((key, line?)))
+        .collect();
+        if let [_, .., (key, line)] = given.as_slice() {
             return Err(self.err(
-                script.line,
-                section.dotted("script"),
+                *line,
+                section.dotted(key),
                 KeyErrorKind::InvalidValue,
-                "a step is a command or a script, not both",
+                "a step is one of `command`, `script` and `script_file`, not two",
             ));
         }
+        let script = match (inline, file) {
+            (Some(script), _) => {
+                let first = self.script_first_line(section, script.line);
+                self.script_text(section, "script", &script.value, |line| {
+                    (first + line - 1, format!("line {line} of the script"))
+                })?;
+                Some(script)
+            }
+            (None, Some(file)) => Some(self.script_file(section, &file)?),
+            (None, None) => None,
+        };
         let action = match (command, script) {
             (Some(command), None) => {
                 for (key, field) in [("keys", &keys), ("args", &args)] {
@@ -126,7 +169,6 @@ impl Parser<'_> {
                 Action::Command(command.value)
             }
             (None, Some(script)) => {
-                self.script_text(section, &script)?;
                 let mut fields = Vec::new();
                 for (key, field) in [("keys", keys), ("args", args)] {
                     let field = field.unwrap_or(Field {
@@ -151,7 +193,7 @@ impl Parser<'_> {
                     section.line,
                     lock.dotted(name),
                     KeyErrorKind::Missing,
-                    "a step needs `command = [...]` or `script = \"...\"`",
+                    "a step needs `command = [...]`, `script = \"...\"` or `script_file = \"...\"`",
                 ))
             }
             (Some(_), Some(_)) => unreachable!("refused above"),
@@ -266,40 +308,69 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// A script compiles, and every command it names literally is implemented. Errors
-    /// name the file line of the script's line.
-    fn script_text(&self, section: &Section<'_, '_>, script: &Field<String>) -> Result<()> {
-        let first = self.script_first_line(section, script.line);
-        let at = |line: usize| first + line - 1;
-        if let Err(e) = lua::check(&script.value) {
-            return Err(self.err(
-                at(e.line),
-                section.dotted("script"),
+    /// `script_file = "release.lua"`: the file's text, read relative to the scenario
+    /// file, checked as an inline script is; errors name the file and its line.
+    fn script_file(
+        &self,
+        section: &Section<'_, '_>,
+        file: &Field<String>,
+    ) -> Result<Field<String>> {
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        let path = dir.join(&file.value);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.err(
+                file.line,
+                section.dotted("script_file"),
                 KeyErrorKind::InvalidValue,
-                format!(
-                    "Lua syntax error at line {} of the script: {}",
-                    e.line, e.message
-                ),
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        self.script_text(section, "script_file", &text, |line| {
+            (file.line, format!("line {line} of {}", file.value))
+        })?;
+        Ok(Field {
+            value: text,
+            line: file.line,
+        })
+    }
+
+    /// A script compiles, names no library the model lacks, and every command it names
+    /// literally is implemented. `at` gives, for a line of the script, the scenario
+    /// file's line to name and how to name the script's line.
+    fn script_text(
+        &self,
+        section: &Section<'_, '_>,
+        key: &str,
+        text: &str,
+        at: impl Fn(usize) -> (usize, String),
+    ) -> Result<()> {
+        let refuse = |line: usize, why: String| {
+            let (file_line, where_) = at(line);
+            self.err(
+                file_line,
+                section.dotted(key),
+                KeyErrorKind::InvalidValue,
+                format!("{where_}: {why}"),
+            )
+        };
+        if let Err(e) = lua::check(text) {
+            let (file_line, where_) = at(e.line);
+            return Err(self.err(
+                file_line,
+                section.dotted(key),
+                KeyErrorKind::InvalidValue,
+                format!("Lua syntax error at {where_}: {}", e.message),
             ));
         }
-        if let Some((library, line)) = lua::unimplemented_libraries(&script.value).first() {
-            return Err(self.err(
-                at(*line),
-                section.dotted("script"),
-                KeyErrorKind::InvalidValue,
-                format!(
-                    "line {line} of the script: the `{library}` library is not implemented by the model's Lua"
-                ),
+        if let Some((library, line)) = lua::unimplemented_libraries(text).first() {
+            return Err(refuse(
+                *line,
+                format!("the `{library}` library is not implemented by the model's Lua"),
             ));
         }
-        for (name, line) in lua::called_commands(&script.value) {
+        for (name, line) in lua::called_commands(text) {
             if let Some(why) = call::refusal(&name) {
-                return Err(self.err(
-                    at(line),
-                    section.dotted("script"),
-                    KeyErrorKind::InvalidValue,
-                    format!("line {line} of the script: {why}"),
-                ));
+                return Err(refuse(line, why));
             }
         }
         Ok(())
