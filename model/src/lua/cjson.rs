@@ -107,7 +107,7 @@ fn encode_table(t: &Table, depth: usize, out: &mut String) -> Result<()> {
         count += 1;
         let index = match k {
             Value::Integer(i) => usize::try_from(i).ok().filter(|i| *i > 0),
-            Value::Number(n) if n.fract() == 0.0 && n >= 1.0 && n < 1e15 => {
+            Value::Number(n) if n.fract() == 0.0 && (1.0..1e15).contains(&n) => {
                 format!("{n:.0}").parse::<usize>().ok()
             }
             _ => None,
