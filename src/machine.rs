@@ -57,6 +57,11 @@ pub struct LockConfig {
     /// the validity an acquire returns bounds the work the holder may do. 0: any
     /// validity left.
     pub min_validity: u64,
+    /// Milliseconds of Redis's clock per unit of the times above, where a custom lock's
+    /// `{ttl}` is filled in (Redis reads `PX` and `PEXPIRE` in ms): 1 in the driver,
+    /// whose times are ms; the model's tick (`timing.tick_ms`) in the model, whose
+    /// times are ticks.
+    pub unit_ms: u64,
 }
 
 /// What a renewing design's watchdog does after a renewal that got no answer.
@@ -105,6 +110,7 @@ impl LockConfig {
             custom: None,
             renew_every: None,
             min_validity: 0,
+            unit_ms: 1,
         }
     }
 

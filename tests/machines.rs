@@ -184,7 +184,11 @@ fn only_the_reentrant_design_lets_its_holder_in_again() {
             let Some(Value::Hash(fields)) = sim.value(0) else {
                 panic!("{design}: a hash lock")
             };
-            assert_eq!(fields, vec![(first.token.clone(), 2)], "{design}");
+            assert_eq!(
+                fields,
+                vec![(first.token.clone(), "2".to_string())],
+                "{design}"
+            );
         } else {
             assert!(turned_away(design, &outcome), "{design}: {outcome:?}");
         }
@@ -480,14 +484,17 @@ fn reentrant_counts_holds_and_names_its_owner() {
     granted(DesignId::Reentrant, sim.acquire(a));
     assert_eq!(
         sim.value(0),
-        Some(Value::Hash(vec![(grant.token.clone(), 3)]))
+        Some(Value::Hash(vec![(grant.token.clone(), "3".to_string())]))
     );
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 2 });
     assert_eq!(sim.grant(a).map(|g| g.holds), Some(2));
     // Another owner's release is refused by the machine itself: it holds nothing.
     assert_eq!(sim.release(b), Outcome::NotHeld);
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 1 });
-    assert_eq!(sim.value(0), Some(Value::Hash(vec![(grant.token, 1)])));
+    assert_eq!(
+        sim.value(0),
+        Some(Value::Hash(vec![(grant.token, "1".to_string())]))
+    );
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
     assert!(sim.free());
     assert_eq!(sim.release(a), Outcome::NotHeld);
@@ -545,7 +552,10 @@ fn an_unanswered_inner_unlock_keeps_the_outer_hold() {
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
     assert_eq!(sim.grant(a), None);
     assert!(!sim.renewing(a));
-    assert_eq!(sim.value(0), Some(Value::Hash(vec![(grant.token, 1)])));
+    assert_eq!(
+        sim.value(0),
+        Some(Value::Hash(vec![(grant.token, "1".to_string())]))
+    );
     sim.advance(TTL + 1);
     granted(design, sim.acquire(b));
 }

@@ -11,6 +11,7 @@ use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::walk::{random_walks, WalkOptions};
 
 use crate::cli::SearchArgs;
+use crate::Failure;
 
 /// The search options from the command line.
 pub fn search_options(args: &SearchArgs) -> SearchOptions {
@@ -54,8 +55,15 @@ impl Reporter {
         }
     }
 
-    /// Runs the search of one scenario with progress.
-    pub fn search(&self, scenario: &Scenario, options: &SearchOptions) -> SearchRun {
+    /// Runs the search of one scenario with progress. A custom lock whose step failed
+    /// at run time on some explored path ([`LockModel::run_fault`]) is bad input: the
+    /// error names the file, the step, the script line, the reply and the success reply
+    /// the lock table wrote.
+    pub fn search(
+        &self,
+        scenario: &Scenario,
+        options: &SearchOptions,
+    ) -> Result<SearchRun, Failure> {
         let model = LockModel::new(scenario);
         let bar = self.terminal.then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
@@ -117,7 +125,13 @@ impl Reporter {
             }
             None => eprintln!("checked {line}"),
         }
-        SearchRun { model, result }
+        if let Some(fault) = model.run_fault() {
+            return Err(Failure::BadInput(format!(
+                "{}: {fault}; no verdict: the model would check a lock other than the one Redis runs",
+                scenario.path.display()
+            )));
+        }
+        Ok(SearchRun { model, result })
     }
 }
 

@@ -38,8 +38,10 @@
 //! sets it (`LOCKLAB_CONFORMANCE_SEQUENCES` sets how many). A failure prints its seed and
 //! the command line that runs that sequence alone.
 //!
-//! Not covered: `EXPIRE` (seconds) and direct `HINCRBY` — no design sends them, so
-//! locklab's `Command` has neither (hashes are reached through the reentrant scripts);
+//! Not covered here: `EXPIRE` (seconds) and direct `HINCRBY` — no design sends them, so
+//! locklab's `Command` has neither (hashes are reached through the reentrant scripts;
+//! `conformance_scripts.rs` runs every command option and the scripting environment
+//! case by case);
 //! `WAIT`, which the model answers from its replicas, not from a node's data; a script
 //! that returns an array holding an error reply: Redis sends the array, but redis-rs
 //! (and so the driver) reports the nested error as the whole reply, where the model

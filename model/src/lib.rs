@@ -20,6 +20,7 @@ pub mod partial_order;
 pub mod pause_placement;
 pub mod recheck;
 pub mod redis;
+pub mod run_fault;
 pub mod scenario;
 mod script_memo;
 pub mod search;

@@ -1,57 +1,200 @@
 //! The model's Lua interpreter: Lua 5.1, the version Redis embeds, running a script's
-//! text against the abstract Redis with Redis's scripting API and conversions.
+//! text against the abstract Redis in the environment Redis 7 gives it.
 //!
-//! * `KEYS`, `ARGV`: tables of strings.
+//! * Globals: `KEYS`, `ARGV` (tables of strings), the base functions Redis keeps
+//!   (`assert`, `error`, `pcall`, `xpcall`, `type`, `tostring`, `tonumber`, `pairs`,
+//!   `ipairs`, `next`, `select`, `unpack`, `rawget`, `rawset`, `rawequal`,
+//!   `getmetatable`, `setmetatable`, `load`, `loadstring`, `collectgarbage`, `gcinfo`,
+//!   `_VERSION`, `_G`), the `string`, `table`, `math`, `coroutine`, `bit` ([`bit`]) and
+//!   `cjson` ([`cjson`]) libraries and `redis`. No `os`, `io`, `print`, `loadfile`,
+//!   `dofile`, `debug`. `struct` and `cmsgpack` exist but are not implemented: the
+//!   scenario reader refuses a script that names them, and a run that reaches them is
+//!   unmodelled ([`Exec::unmodelled`]).
+//! * As in Redis 7 the globals and the libraries are read-only: writing a global (also
+//!   with `rawset`) fails with "Attempt to modify a readonly table", reading a missing
+//!   one with "Script attempted to access nonexistent global variable". So a run keeps
+//!   nothing for the next.
 //! * `redis.call(name, ...)`: runs the command ([`Exec::call`]); an error reply raises a
 //!   Lua error that ends the script with that error. `redis.pcall` returns it as a
-//!   table `{err = message}` instead.
-//! * `redis.error_reply(msg)` = `{err = msg}`, `redis.status_reply(msg)` = `{ok = msg}`.
-//! * Replies to Lua: integer → number, bulk → string, nil → `false`, status → `{ok=..}`,
-//!   error → `{err=..}`, array → table. Lua to replies: `nil`/`false` → nil, `true` →
-//!   1, numbers → integers (truncated toward zero), strings → bulk, `{ok=..}` → status,
-//!   `{err=..}` → error, other tables → arrays up to the first nil.
+//!   table `{err = message}` instead. `redis.error_reply(msg)` = `{err = msg}`,
+//!   `redis.status_reply(msg)` = `{ok = msg}`, `redis.log(level, ...)` (checked, then
+//!   dropped) with `LOG_DEBUG` .. `LOG_WARNING`, `redis.sha1hex`, `redis.setresp(2|3)`,
+//!   `redis.replicate_commands()` (true), `redis.set_repl(flags)` with `REPL_*`: the
+//!   model replicates every write, so flags without `REPL_REPLICA` are unmodelled.
+//! * Replies to Lua: integer → number, bulk → string, nil → `false` (`nil` after
+//!   `setresp(3)`), status → `{ok=..}`, error → `{err=..}`, array → table (`HGETALL`
+//!   after `setresp(3)`: `{map = {field = value}}`). Lua to replies: `nil`/`false` → nil,
+//!   `true` → 1, numbers → integers (truncated toward zero), strings → bulk, `{ok=..}` →
+//!   status, `{err=..}` → error, other tables → arrays up to the first nil.
 //!
 //! The search runs scripts millions of times, so each thread keeps one Lua state, and
 //! compiled chunks cached by their text.
 
-use std::cell::RefCell;
+mod bit;
+mod cjson;
+mod scan;
+
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 use locklab::Reply;
-use mlua::{Function, Lua, MultiValue, Table, Value};
+use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use crate::redis::Exec;
 
-/// The `redis` library, in Lua over one Rust function (`__locklab_call`).
-const PRELUDE: &str = r#"
-redis = {}
+pub use scan::{called_commands, unimplemented_libraries};
+
+/// Redis's scripting environment, in Lua, built once per interpreter from the full
+/// globals. Takes the `hook` table (Rust's side: `call`, `unmodelled`, `sha1hex`, `resp`)
+/// and the `run` table (this run's `KEYS` and `ARGV`); returns the environment every
+/// script runs in.
+const ENVIRONMENT: &str = r#"
+local hook, run, bit, cjson = ...
+local G = _G
+local error, type, select, tostring = error, type, select, tostring
+local rawset, setmetatable, setfenv = rawset, setmetatable, setfenv
+local readonly = {}
+local function refuse() error('Attempt to modify a readonly table', 2) end
+local function protect(t)
+  local proxy = setmetatable({}, { __index = t, __newindex = refuse, __metatable = false })
+  readonly[proxy] = true
+  return proxy
+end
+local function unimplemented(name)
+  return setmetatable({}, { __index = function(_, k)
+    hook.unmodelled('the ' .. name .. ' library (' .. name .. '.' .. tostring(k) .. ')')
+  end, __newindex = refuse, __metatable = false })
+end
+
+local redis = {
+  LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+  REPL_NONE = 0, REPL_AOF = 1, REPL_SLAVE = 2, REPL_REPLICA = 2, REPL_ALL = 3,
+  REDIS_VERSION = '7.0.15', REDIS_VERSION_NUM = 0x00070f,
+}
 function redis.call(...)
-  local r = __locklab_call(...)
+  local r = hook.call(...)
   if type(r) == 'table' and r.err ~= nil then error(r.err, 0) end
   return r
 end
-function redis.pcall(...) return __locklab_call(...) end
+function redis.pcall(...) return hook.call(...) end
 function redis.error_reply(msg) return { err = msg } end
 function redis.status_reply(msg) return { ok = msg } end
+function redis.log(level, ...)
+  if select('#', ...) < 1 then error('redis.log() requires two arguments or more.', 0) end
+  if type(level) ~= 'number' then error('First argument must be a number (log level).', 0) end
+  if level < 0 or level > 3 then error('Invalid debug level.', 0) end
+end
+function redis.sha1hex(...)
+  if select('#', ...) ~= 1 then error('wrong number of arguments', 0) end
+  return hook.sha1hex(tostring((...)))
+end
+function redis.setresp(...)
+  if select('#', ...) ~= 1 then error('redis.setresp() requires one argument.', 0) end
+  local v = ...
+  if v ~= 2 and v ~= 3 then error('ERR RESP version must be 2 or 3.', 0) end
+  hook.resp = v
+end
+function redis.replicate_commands() return true end
+function redis.set_repl(...)
+  if select('#', ...) ~= 1 then error('redis.set_repl() requires one argument.', 0) end
+  local flags = ...
+  if type(flags) ~= 'number' or flags < 0 or flags > 3 then
+    error('Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.', 0)
+  end
+  if flags < 2 then
+    hook.unmodelled('redis.set_repl without REPL_REPLICA (the model replicates every write)')
+  end
+end
+
+local env
+local base = {}
+for _, name in ipairs({ 'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable',
+    'ipairs', 'next', 'pairs', 'pcall', 'rawequal', 'rawget', 'select', 'tonumber',
+    'tostring', 'type', 'unpack', 'xpcall', '_VERSION' }) do
+  base[name] = G[name]
+end
+for _, name in ipairs({ 'string', 'table', 'math', 'coroutine' }) do
+  base[name] = protect(G[name])
+end
+base.bit = protect(bit)
+base.cjson = protect(cjson)
+base.redis = protect(redis)
+base.struct = unimplemented('struct')
+base.cmsgpack = unimplemented('cmsgpack')
+function base.rawset(t, k, v)
+  if t == env or readonly[t] then error('Attempt to modify a readonly table', 0) end
+  return rawset(t, k, v)
+end
+function base.setmetatable(t, m)
+  if t == env or readonly[t] then error('Attempt to modify a readonly table', 0) end
+  return setmetatable(t, m)
+end
+-- Chunks a script compiles run in its environment too.
+local function confined(f, e)
+  if f then setfenv(f, env) end
+  return f, e
+end
+function base.loadstring(...) return confined(G.loadstring(...)) end
+function base.load(...) return confined(G.load(...)) end
+
+env = setmetatable({}, {
+  __index = function(_, k)
+    local v = run[k]
+    if v ~= nil then return v end
+    v = base[k]
+    if v ~= nil then return v end
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+  end,
+  __newindex = refuse,
+  __metatable = false,
+})
+base._G = env
+return env
 "#;
 
-/// The chunk name in Lua's messages: `script:3: ...`.
-const CHUNK: &str = "=script";
+/// The chunk name in Lua's messages, Redis's: `user_script:3: ...`.
+const CHUNK: &str = "=user_script";
+const CHUNK_PREFIX: &str = "user_script:";
 
 struct Interpreter {
     lua: Lua,
+    /// Rust's side of the environment: `call`, `unmodelled`, `sha1hex`, `resp`.
+    hook: Table,
+    /// `KEYS` and `ARGV` of the running script.
+    run: Table,
+    /// The read-only environment every script runs in.
+    env: Table,
     chunks: RefCell<HashMap<String, Function>>,
 }
 
 impl Interpreter {
     fn new() -> Interpreter {
-        let lua = Lua::new();
-        lua.load(PRELUDE)
-            .set_name("=prelude")
-            .exec()
-            .expect("the prelude is valid Lua");
+        // Lua 5.1's base library holds `coroutine`.
+        let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
+        let lua = Lua::new_with(libs, LuaOptions::default()).expect("Lua's standard libraries");
+        let build = || -> mlua::Result<(Table, Table, Table)> {
+            let hook = lua.create_table()?;
+            hook.set(
+                "sha1hex",
+                lua.create_function(|_, s: mlua::LuaString| {
+                    Ok(sha1_smol::Sha1::from(&*s.as_bytes()).digest().to_string())
+                })?,
+            )?;
+            let run = lua.create_table()?;
+            let env: Table = lua.load(ENVIRONMENT).set_name("=environment").call((
+                hook.clone(),
+                run.clone(),
+                bit::library(&lua)?,
+                cjson::library(&lua)?,
+            ))?;
+            Ok((hook, run, env))
+        };
+        let (hook, run, env) = build().expect("the scripting environment is valid Lua");
         Interpreter {
             lua,
+            hook,
+            run,
+            env,
             chunks: RefCell::new(HashMap::new()),
         }
     }
@@ -60,7 +203,12 @@ impl Interpreter {
         if let Some(f) = self.chunks.borrow().get(text) {
             return Ok(f.clone());
         }
-        let f = self.lua.load(text).set_name(CHUNK).into_function()?;
+        let f = self
+            .lua
+            .load(text)
+            .set_name(CHUNK)
+            .set_environment(self.env.clone())
+            .into_function()?;
         self.chunks.borrow_mut().insert(text.to_string(), f.clone());
         Ok(f)
     }
@@ -112,8 +260,8 @@ fn syntax_error(e: &mlua::Error) -> SyntaxError {
         mlua::Error::SyntaxError { message, .. } => message.clone(),
         other => other.to_string(),
     };
-    // "script:3: 'end' expected near '<eof>'"
-    let rest = text.strip_prefix("script:").unwrap_or(&text);
+    // "user_script:3: 'end' expected near '<eof>'"
+    let rest = text.strip_prefix(CHUNK_PREFIX).unwrap_or(&text);
     let (line, message) = match rest.split_once(':') {
         Some((n, m)) => match n.parse() {
             Ok(n) => (n, m.trim().to_string()),
@@ -124,33 +272,9 @@ fn syntax_error(e: &mlua::Error) -> SyntaxError {
     SyntaxError { line, message }
 }
 
-/// The commands a script names literally, `redis.call('get', ...)` or
-/// `redis.pcall("SET", ...)`, each with its 1-based line in the script.
-pub fn called_commands(text: &str) -> Vec<(String, usize)> {
-    let mut found = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        for prefix in ["redis.call", "redis.pcall"] {
-            let mut rest = line;
-            while let Some(at) = rest.find(prefix) {
-                rest = &rest[at + prefix.len()..];
-                let after = rest.trim_start();
-                let Some(after) = after.strip_prefix('(') else {
-                    continue;
-                };
-                let after = after.trim_start();
-                let Some(quote) = after.chars().next().filter(|c| *c == '\'' || *c == '"') else {
-                    continue;
-                };
-                if let Some(end) = after[1..].find(quote) {
-                    found.push((after[1..=end].to_string(), i + 1));
-                }
-            }
-        }
-    }
-    found
-}
-
-/// Run `text` with `KEYS` and `ARGV` against `exec`, as Redis's `EVAL` does.
+/// Run `text` with `KEYS` and `ARGV` against `exec`, as Redis's `EVAL` does. A run
+/// that fails sets [`Exec::script_line`] to the line it failed at; one that reaches
+/// something the model does not implement stops there, with [`Exec::unmodelled`] set.
 pub fn eval(exec: &mut Exec<'_>, text: &str, keys: &[String], args: &[String]) -> Reply {
     INTERPRETER.with(|i| {
         let chunk = match i.chunk(text) {
@@ -158,35 +282,95 @@ pub fn eval(exec: &mut Exec<'_>, text: &str, keys: &[String], args: &[String]) -
             Err(e) => return Reply::Error(format!("ERR Error compiling script {e}")),
         };
         let lua = &i.lua;
+        // The script's line of the last `redis.call`: where its error is raised.
+        let call_line = Cell::new(None);
+        let exec = RefCell::new(exec);
         let ran = lua.scope(|scope| {
-            let call = scope.create_function_mut(|lua, words: MultiValue| {
+            let call = scope.create_function(|lua, words: MultiValue| {
+                call_line.set(script_line(lua));
                 let words = match command_words(&words) {
                     Ok(w) => w,
-                    Err(e) => return to_lua(lua, &Reply::Error(e)),
+                    Err(e) => return to_lua(lua, &Reply::Error(e), false),
                 };
+                let mut exec = exec.borrow_mut();
                 let reply = exec.call(&words);
+                if let Some(what) = &exec.unmodelled {
+                    return Err(mlua::Error::RuntimeError(what.clone()));
+                }
                 RECORDING.with_borrow_mut(|r| {
                     if let Some(calls) = r {
-                        calls.push((words, reply.clone()));
+                        calls.push((words.clone(), reply.clone()));
                     }
                 });
-                to_lua(lua, &reply)
+                let resp3 = i.hook.raw_get::<Option<i64>>("resp")? == Some(3);
+                if resp3 && words[0].eq_ignore_ascii_case("hgetall") {
+                    return hash_map(lua, &reply);
+                }
+                to_lua(lua, &reply, resp3)
             })?;
-            let globals = lua.globals();
-            globals.set("__locklab_call", call)?;
-            globals.set(
+            let unmodelled = scope.create_function(|lua, what: String| {
+                call_line.set(script_line(lua));
+                let message = format!("a script uses {what}, which the model does not implement");
+                exec.borrow_mut().unmodelled = Some(message.clone());
+                Err::<(), _>(mlua::Error::RuntimeError(message))
+            })?;
+            i.hook.raw_set("call", call)?;
+            i.hook.raw_set("unmodelled", unmodelled)?;
+            i.hook.raw_set("resp", 2)?;
+            i.run.raw_set(
                 "KEYS",
                 lua.create_sequence_from(keys.iter().map(String::as_str))?,
             )?;
-            globals.set(
+            i.run.raw_set(
                 "ARGV",
                 lua.create_sequence_from(args.iter().map(String::as_str))?,
             )?;
             let value: Value = chunk.call(())?;
             Ok(from_lua(&value))
         });
-        ran.unwrap_or_else(|e| Reply::Error(runtime_error(&e)))
+        let exec = exec.into_inner();
+        ran.unwrap_or_else(|e| {
+            let message = runtime_error(&e);
+            exec.script_line = error_line(&message).or(call_line.get());
+            Reply::Error(message)
+        })
     })
+}
+
+/// The line of the script being run, from the innermost frame of its chunk.
+fn script_line(lua: &Lua) -> Option<usize> {
+    (1..8).find_map(|level| {
+        lua.inspect_stack(level, |d| {
+            let source = d.source();
+            (source.short_src.as_deref() == Some("user_script"))
+                .then(|| d.current_line())
+                .flatten()
+        })
+        .flatten()
+    })
+}
+
+/// The line in an error message Lua raised in the script (`ERR user_script:3: ...`).
+fn error_line(message: &str) -> Option<usize> {
+    let rest = message.strip_prefix("ERR ").unwrap_or(message);
+    let rest = rest.strip_prefix(CHUNK_PREFIX)?;
+    rest.split_once(':')?.0.parse().ok()
+}
+
+/// `HGETALL`'s reply after `redis.setresp(3)`: `{map = {field = value}}`.
+fn hash_map(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+    let Reply::Array(items) = reply else {
+        return to_lua(lua, reply, true);
+    };
+    let map = lua.create_table()?;
+    for pair in items.chunks(2) {
+        if let [Reply::Bulk(f), Reply::Bulk(v)] = pair {
+            map.raw_set(f.as_str(), v.as_str())?;
+        }
+    }
+    let t = lua.create_table()?;
+    t.raw_set("map", map)?;
+    Ok(Value::Table(t))
 }
 
 /// A Lua error as Redis's error reply: `redis.call`'s error as it was (`WRONGTYPE ...`),
@@ -228,9 +412,10 @@ fn command_words(values: &MultiValue) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// A reply as the script sees it.
-fn to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
+/// A reply as the script sees it (`resp3`: after `redis.setresp(3)`).
+fn to_lua(lua: &Lua, reply: &Reply, resp3: bool) -> mlua::Result<Value> {
     Ok(match reply {
+        Reply::Nil if resp3 => Value::Nil,
         Reply::Nil => Value::Boolean(false),
         Reply::Ok => Value::Table(status(lua, "ok", "OK")?),
         Reply::Int(n) => Value::Number(int_to_number(*n)),
@@ -239,7 +424,7 @@ fn to_lua(lua: &Lua, reply: &Reply) -> mlua::Result<Value> {
         Reply::Array(items) => {
             let t = lua.create_table()?;
             for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, to_lua(lua, item)?)?;
+                t.raw_set(i + 1, to_lua(lua, item, resp3)?)?;
             }
             Value::Table(t)
         }

@@ -18,10 +18,12 @@
 use locklab::resource::Stock;
 use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Reply, Step};
 use stateright::{Model, Property as SrProperty};
+use std::sync::{Arc, Mutex};
 
 pub use crate::client::Op;
 use crate::client::{Change, Program};
 use crate::redis::Exec;
+use crate::run_fault::{self, RunFault};
 use crate::scenario::{Arrival, Promotion, Property, Scenario};
 use crate::state::{Client, Flight, Node, Phase, Spent, Split, State, Stray};
 
@@ -323,6 +325,9 @@ pub struct LockModel {
     /// The lock configuration the machines run with (times in ticks).
     pub cfg: LockConfig,
     program: Program,
+    /// The first fault of a custom step's run the search met ([`crate::run_fault`]):
+    /// a report beside the search, not part of any state.
+    fault: Arc<Mutex<Option<RunFault>>>,
 }
 
 /// A deterministic hash (the same in every run, so representatives are stable).
@@ -390,6 +395,10 @@ impl LockModel {
         if let Some(lock) = &scenario.lock {
             cfg.custom = Some(std::sync::Arc::new(lock.lock.clone()));
             cfg.renew_every = lock.every.map(u64::from);
+            // A custom lock's texts speak Redis's units: `{ttl}` and the abstract
+            // Redis's times are ms, a tick is tick_ms of them. The built-in designs'
+            // commands carry times in the machine's unit, the tick, read as 1 ms.
+            cfg.unit_ms = scenario.timing.tick_ms;
         }
         Self::with_config(scenario, cfg)
     }
@@ -400,6 +409,25 @@ impl LockModel {
             scenario: scenario.clone(),
             cfg,
             program: Program::of(scenario.design),
+            fault: Arc::default(),
+        }
+    }
+
+    /// The first fault of a custom step's run met so far (the least, when several
+    /// threads met some: the same for every run of the search).
+    pub fn run_fault(&self) -> Option<RunFault> {
+        self.fault
+            .lock()
+            .map_or_else(|e| e.into_inner().clone(), |f| f.clone())
+    }
+
+    fn note_fault(&self, fault: RunFault) {
+        let mut kept = self
+            .fault
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.as_ref().is_none_or(|k| fault < *k) {
+            *kept = Some(fault);
         }
     }
 
@@ -879,8 +907,21 @@ impl LockModel {
         }
         let clock = self.node_clock(s, node);
         let before = self.counts_offsets().then(|| s.nodes[node].data.clone());
-        let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i));
+        let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i))
+            .with_tick_ms(self.cfg.unit_ms);
         let reply = exec.run(command);
+        if self.cfg.custom.is_some() {
+            let fault = run_fault::judge(
+                &self.cfg,
+                command,
+                &reply,
+                exec.unmodelled.as_deref(),
+                exec.script_line,
+            );
+            if let Some(fault) = fault {
+                self.note_fault(fault);
+            }
+        }
         let mut displaced = std::mem::take(&mut exec.effect.displaced);
         if !late
             && matches!(command, Command::GetSet { .. } | Command::SetPx { .. })

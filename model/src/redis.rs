@@ -6,13 +6,14 @@
 
 use locklab::{Command, Reply};
 
-/// A value: a string or a hash of fields to counts (all locklab ever stores).
+/// A value: a string or a hash.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Value {
     /// A string.
     Str(String),
-    /// A hash (field, integer value), sorted by field.
-    Hash(Vec<(String, i64)>),
+    /// A hash (field, value), in the order the fields were added, as Redis's small
+    /// hashes keep them (`HGETALL` answers in that order).
+    Hash(Vec<(String, String)>),
 }
 
 /// One key's entry.
@@ -73,12 +74,24 @@ pub struct Effect {
 }
 
 /// Runs commands against [`Data`] at a given node clock, on behalf of a client.
+///
+/// The clock counts ticks; commands read and answer times in Redis's units
+/// (milliseconds for `PX`, `PEXPIRE`, `PTTL`, seconds for `EX`, `EXPIRE`, `TTL`) at
+/// `tick_ms` milliseconds a tick ([`Exec::with_tick_ms`]; 1 unless set). A time that is
+/// not a whole number of ticks cannot be modelled: it sets [`Exec::unmodelled`].
 pub struct Exec<'a> {
     data: &'a mut Data,
     clock: i64,
     client: u8,
+    tick_ms: u64,
     /// What the command displaced.
     pub effect: Effect,
+    /// Set when a command or script did something the model does not implement (a
+    /// command named at run time it does not know, a time between two ticks): the run
+    /// is no behaviour of Redis the model knows, and its scenario is in error.
+    pub unmodelled: Option<String>,
+    /// The script line a failed script run stopped at.
+    pub script_line: Option<usize>,
 }
 
 impl<'a> Exec<'a> {
@@ -90,8 +103,23 @@ impl<'a> Exec<'a> {
             data,
             clock,
             client,
+            tick_ms: 1,
             effect: Effect::default(),
+            unmodelled: None,
+            script_line: None,
         }
+    }
+
+    /// The same executor with `tick_ms` milliseconds a tick.
+    #[must_use]
+    pub fn with_tick_ms(mut self, tick_ms: u64) -> Self {
+        self.tick_ms = tick_ms.max(1);
+        self
+    }
+
+    /// Milliseconds a tick.
+    pub(crate) fn tick_ms(&self) -> u64 {
+        self.tick_ms
     }
 
     /// The data, as the commands so far left it.
@@ -120,7 +148,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The hash under `key`: `None` when missing, `WRONGTYPE` for a string.
-    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(String, i64)>>, String> {
+    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(String, String)>>, String> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::Hash(h)) => Ok(Some(h)),
@@ -128,15 +156,41 @@ impl<'a> Exec<'a> {
         }
     }
 
-    /// `HSET key field n` for one field: whether the field is new. A new key is this
-    /// client's entry, as `HINCRBY` makes it.
-    pub(crate) fn set_field(&mut self, key: &str, field: &str, n: i64) -> Result<bool, String> {
-        let had = self
-            .hash(key)?
-            .is_some_and(|h| h.iter().any(|(f, _)| f == field));
-        let old = if had { self.hincrby(key, field, 0)? } else { 0 };
-        self.hincrby(key, field, n - old)?;
-        Ok(!had)
+    /// `HSET key field value` for one field: whether the field is new. A new key is
+    /// this client's entry, as `HINCRBY` makes it.
+    pub(crate) fn set_field(
+        &mut self,
+        key: &str,
+        field: &str,
+        value: &str,
+    ) -> Result<bool, String> {
+        self.hash(key)?;
+        let client = self.client;
+        let Some(Entry {
+            value: Value::Hash(h),
+            ..
+        }) = self.data.entry_mut(key)
+        else {
+            self.data.put(
+                key,
+                Entry {
+                    value: Value::Hash(vec![(field.to_string(), value.to_string())]),
+                    expires_at: None,
+                    owner: Some(client),
+                },
+            );
+            return Ok(true);
+        };
+        match h.iter_mut().find(|(f, _)| f == field) {
+            Some((_, v)) => {
+                *v = value.to_string();
+                Ok(false)
+            }
+            None => {
+                h.push((field.to_string(), value.to_string()));
+                Ok(true)
+            }
+        }
     }
 
     /// `HDEL key field ...`: how many fields went; the key goes with its last field.
@@ -158,6 +212,24 @@ impl<'a> Exec<'a> {
             self.del(key);
         }
         Ok(i64::try_from(removed).unwrap_or(i64::MAX))
+    }
+
+    /// A counter's new value (`INCRBY` and the like): the key keeps its expiry and its
+    /// owner; a new key is this client's.
+    pub(crate) fn set_counter(&mut self, key: &str, n: i64) {
+        let client = self.client;
+        let (expires_at, owner) = self
+            .data
+            .entry(key)
+            .map_or((None, Some(client)), |e| (e.expires_at, e.owner));
+        self.data.put(
+            key,
+            Entry {
+                value: Value::Str(n.to_string()),
+                expires_at,
+                owner,
+            },
+        );
     }
 
     pub(crate) fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
@@ -277,11 +349,14 @@ impl Exec<'_> {
         self.data.entry(key).is_some()
     }
 
-    /// `PEXPIRE key ms`: 1 when the key exists.
-    pub fn pexpire(&mut self, key: &str, ms: u64) -> i64 {
-        let at = self
-            .clock
-            .saturating_add(i64::try_from(ms).unwrap_or(i64::MAX));
+    /// `PEXPIRE key ms` for a typed command, in ticks: 1 when the key exists.
+    pub fn pexpire(&mut self, key: &str, ticks: u64) -> i64 {
+        let at = self.deadline(ticks);
+        self.expire_at(key, at)
+    }
+
+    /// Sets `key`'s expiry to tick `at`: 1 when the key exists.
+    pub(crate) fn expire_at(&mut self, key: &str, at: i64) -> i64 {
         match self.data.entry_mut(key) {
             Some(e) => {
                 e.expires_at = Some(at);
@@ -293,7 +368,7 @@ impl Exec<'_> {
         }
     }
 
-    /// `PTTL key`: -2 when missing, -1 without expiry.
+    /// The time to live of `key` in ticks: -2 when missing, -1 without expiry.
     pub fn pttl(&self, key: &str) -> i64 {
         match self.data.entry(key) {
             None => -2,
@@ -316,39 +391,22 @@ impl Exec<'_> {
         }
     }
 
-    /// `HINCRBY key field by`: the new count.
+    /// `HINCRBY key field by`: the new value.
     pub fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, String> {
-        let client = self.client;
-        match self.data.entry_mut(key) {
-            None => {
-                self.data.put(
-                    key,
-                    Entry {
-                        value: Value::Hash(vec![(field.to_string(), by)]),
-                        expires_at: None,
-                        owner: Some(client),
-                    },
-                );
-                Ok(by)
-            }
-            Some(Entry {
-                value: Value::Hash(h),
-                ..
-            }) => {
-                let n = match h.binary_search_by(|(f, _)| f.as_str().cmp(field)) {
-                    Ok(i) => {
-                        h[i].1 += by;
-                        h[i].1
-                    }
-                    Err(i) => {
-                        h.insert(i, (field.to_string(), by));
-                        by
-                    }
-                };
-                Ok(n)
-            }
-            Some(_) => Err(wrongtype()),
-        }
+        let old = match self.hash(key)? {
+            None => 0,
+            Some(h) => match h.iter().find(|(f, _)| f == field) {
+                None => 0,
+                Some((_, v)) => v
+                    .parse::<i64>()
+                    .map_err(|_| "ERR hash value is not an integer".to_string())?,
+            },
+        };
+        let n = old
+            .checked_add(by)
+            .ok_or_else(|| "ERR increment or decrement would overflow".to_string())?;
+        self.set_field(key, field, &n.to_string())?;
+        Ok(n)
     }
 }
 

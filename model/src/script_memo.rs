@@ -9,7 +9,8 @@
 //! input goes through the Lua interpreter ([`crate::lua::eval`]) and is kept, reply,
 //! data after and what it displaced; a later run of the same input, compared in full
 //! (not by hash), takes them back. A custom lock's script always runs: its text is the
-//! scenario's, and could keep state in globals. While a trace records the commands a
+//! scenario's, and its run may note what the memory does not keep (a fault, the line
+//! it failed at). While a trace records the commands a
 //! script calls ([`crate::lua::recording`]), every script runs.
 
 use std::cell::RefCell;
@@ -131,13 +132,21 @@ mod tests {
             Data {
                 entries: vec![(
                     "k".into(),
-                    entry(Value::Hash(vec![("me".into(), 2)]), Some(4), Some(0)),
+                    entry(
+                        Value::Hash(vec![("me".into(), "2".into())]),
+                        Some(4),
+                        Some(0),
+                    ),
                 )],
             },
             Data {
                 entries: vec![(
                     "k".into(),
-                    entry(Value::Hash(vec![("you".into(), 1)]), Some(9), Some(1)),
+                    entry(
+                        Value::Hash(vec![("you".into(), "1".into())]),
+                        Some(9),
+                        Some(1),
+                    ),
                 )],
             },
         ];

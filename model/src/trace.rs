@@ -226,7 +226,13 @@ fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
         Value::Hash(fields) => Json::Object(
             fields
                 .iter()
-                .map(|(f, count)| (f.clone(), Json::from(*count)))
+                // A hold count as a number, as the reentrant designs read it.
+                .map(|(f, v)| {
+                    let value = v
+                        .parse::<i64>()
+                        .map_or_else(|_| Json::from(v.clone()), Json::from);
+                    (f.clone(), value)
+                })
                 .collect(),
         ),
     };

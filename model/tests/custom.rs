@@ -134,3 +134,187 @@ fn a_release_script_that_deletes_any_holder_breaks_owner_only_release() {
             > 1
     );
 }
+
+/// The custom lock of `examples/custom/` (or `refused/`) named `file`.
+fn example(file: &str) -> Scenario {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/custom")
+        .join(file);
+    Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The search with every reduction, as `locklab check` runs it.
+fn checked(sc: &Scenario) -> (SearchResult, LockModel) {
+    let model = LockModel::new(sc);
+    let opts = SearchOptions {
+        threads: 1,
+        ..SearchOptions::default()
+    };
+    (search(&model, &opts, |_| {}), model)
+}
+
+/// Each property's verdict: whether it was violated.
+fn violated(r: &SearchResult) -> Vec<(Property, bool)> {
+    Property::ALL
+        .iter()
+        .map(|&p| (p, r.counterexample(p).is_some()))
+        .collect()
+}
+
+/// Every example's verdicts are its file's `[expect]`, and no step of it faults.
+#[test]
+fn the_examples_of_redis_environment_and_units_give_their_expected_verdicts() {
+    for file in ["release-logged.toml", "px-literal.toml", "set-nx-ex.toml"] {
+        let sc = example(file);
+        let (r, model) = checked(&sc);
+        assert_eq!(model.run_fault(), None, "{file}");
+        assert!(r.purchased, "{file}");
+        for (p, broke) in violated(&r) {
+            let expected = sc.expect.get(p) == locklab_model::scenario::Expectation::Violated;
+            assert_eq!(broke, expected, "{file}: {p}");
+        }
+    }
+    // A literal PX 300 at 100 ms ticks is the {ttl} of ttl = 3: the same search.
+    let literal = checked(&example("px-literal.toml")).0;
+    let placeholder = checked(&example("release-deletes-any.toml")).0;
+    assert_eq!(summary(&literal).2, summary(&placeholder).2);
+}
+
+/// `custom` scenario text with the given `[lock]` steps, over a slow holder.
+fn with_lock(lock: &str) -> Scenario {
+    scenario("custom", &format!("[lock]\n{lock}\n{}", BODIES[0]))
+}
+
+const ACQUIRE: &str =
+    "acquire = { command = [\"SET\", \"{key}\", \"{token}\", \"NX\", \"PX\", \"{ttl}\"], granted = \"OK\" }";
+
+fn fault_of(lock: &str) -> locklab_model::run_fault::RunFault {
+    let sc = with_lock(lock);
+    let (_, model) = checked(&sc);
+    model
+        .run_fault()
+        .unwrap_or_else(|| panic!("no fault:\n{lock}"))
+}
+
+#[test]
+fn a_global_written_by_a_script_faults_the_scenario_as_redis_refuses_it() {
+    let sc = example("refused/global-owner.toml");
+    let (_, model) = checked(&sc);
+    let fault = model.run_fault().expect("a fault");
+    assert_eq!((fault.step, fault.line), ("acquire", Some(1)));
+    let text = fault.to_string();
+    assert!(
+        text.contains("Attempt to modify a readonly table"),
+        "{text}"
+    );
+    assert!(text.contains("granted = \"OK\""), "{text}");
+}
+
+#[test]
+fn a_script_error_or_an_unexpected_reply_faults_the_scenario_naming_the_step() {
+    let release = "release = { script = \"return redis.call('del', KEYS[1])\", keys = [\"{key}\"], released = 1 }";
+    // Arithmetic on nil at every acquire.
+    let fault = fault_of(&format!(
+        "acquire = {{ script = \"local n = redis.call('get', 'count')\\nreturn n + 1\", granted = 1 }}\n{release}"
+    ));
+    assert_eq!((fault.step, fault.line), ("acquire", Some(2)));
+    assert!(
+        fault.what.contains("attempt to perform arithmetic"),
+        "{fault}"
+    );
+    assert_eq!(fault.expected.as_deref(), Some("granted = 1"));
+    // OK where 1 was written.
+    let fault = fault_of(&format!(
+        "acquire = {{ script = \"return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\", keys = [\"{{key}}\"], args = [\"{{token}}\", \"{{ttl}}\"], granted = 1 }}\n{release}"
+    ));
+    assert_eq!(fault.step, "acquire");
+    assert!(fault.what.contains("status reply OK"), "{fault}");
+    // A command named at run time that the model does not implement.
+    let fault = fault_of(&format!(
+        "{ACQUIRE}\nrelease = {{ script = \"local cmd = 'flush' .. 'all'\\nlocal r = redis.call(cmd)\\nreturn 1\", released = 1 }}"
+    ));
+    assert_eq!((fault.step, fault.line), ("release", Some(2)));
+    assert!(fault.what.contains("`flushall`"), "{fault}");
+    // A literal time between two ticks, known only at run time.
+    let fault = fault_of(&format!(
+        "acquire = {{ script = \"return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', 250)\", keys = [\"{{key}}\"], args = [\"{{token}}\"], granted = \"OK\" }}\n{release}"
+    ));
+    assert!(fault.what.contains("PX 250"), "{fault}");
+}
+
+#[test]
+fn a_command_named_at_run_time_runs_and_comments_are_no_code() {
+    // UNLINK by a computed name deletes as DEL does; the commented-out WATCH is no call.
+    let sc = with_lock(&format!(
+        "{ACQUIRE}\nrelease = {{ script = \"\"\"\n-- redis.call('watch', KEYS[1])\nlocal cmd = 'unlink'\nreturn redis.call(cmd, KEYS[1])\n\"\"\", keys = [\"{{key}}\"], released = 1 }}"
+    ));
+    let (r, model) = checked(&sc);
+    assert_eq!(model.run_fault(), None);
+    assert!(r.counterexample(Property::OwnerOnlyRelease).is_some());
+}
+
+#[test]
+fn a_literal_time_between_ticks_is_refused_at_load() {
+    let text = format!(
+        "name = \"s\"\ndesign = \"custom\"\n[lock]\nacquire = {{ command = [\"SET\", \"{{key}}\", \"{{token}}\", \"NX\", \"PX\", \"250\"], granted = \"OK\" }}\nrelease = {{ command = [\"DEL\", \"{{key}}\"], released = 1 }}\n{}[expect]\nmutual_exclusion = \"holds\"\nowner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\nresource_safety = \"holds\"\n",
+        BODIES[0]
+    );
+    let e = Scenario::parse(&text, "s.toml")
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("s.toml:4: key `lock.acquire.command`"), "{e}");
+    assert!(e.contains("`PX 250`"), "{e}");
+    assert!(e.contains("tick_ms"), "{e}");
+    // struct is refused by name.
+    let text = text.replace("\"250\"", "\"300\"").replace(
+        "release = { command = [\"DEL\", \"{key}\"], released = 1 }",
+        "release = { script = \"return struct.pack('i', 1)\", released = 1 }",
+    );
+    let e = Scenario::parse(&text, "s.toml")
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("`struct` library"), "{e}");
+}
+
+#[test]
+fn a_script_file_is_read_beside_the_scenario_and_checked_as_an_inline_script() {
+    let dir = std::env::temp_dir().join(format!("locklab-script-file-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("locks")).unwrap();
+    let release = Script::CompareAndDelete.lua();
+    std::fs::write(dir.join("locks/release.lua"), release).unwrap();
+    let file_lock = lock_table(false).replace(
+        &format!("script = {release:?}"),
+        "script_file = \"locks/release.lua\"",
+    );
+    assert!(file_lock.contains("script_file"), "{file_lock}");
+    let text = |lock: &str| {
+        format!(
+            "name = \"s\"\ndesign = \"custom\"\n{lock}{}[expect]\nmutual_exclusion = \"holds\"\n\
+             owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\nresource_safety = \"holds\"\n",
+            BODIES[0]
+        )
+    };
+    let path = dir.join("s.toml");
+    std::fs::write(&path, text(&file_lock)).unwrap();
+    let from_file = Scenario::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let inline = Scenario::parse(&text(&lock_table(false)), "s.toml").unwrap();
+    assert_eq!(from_file.lock, inline.lock);
+    // Its mistakes name the scenario's line, the key and the script file's line.
+    std::fs::write(dir.join("locks/release.lua"), "return 1\nif x then\n").unwrap();
+    let e = Scenario::load(&path)
+        .expect_err("a syntax error")
+        .to_string();
+    assert!(
+        e.contains(
+            ":5: key `lock.release.script_file`: Lua syntax error at line 2 of locks/release.lua"
+        ),
+        "{e}"
+    );
+    std::fs::remove_file(dir.join("locks/release.lua")).unwrap();
+    let e = Scenario::load(&path).expect_err("no file").to_string();
+    assert!(
+        e.contains("key `lock.release.script_file`: cannot read"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -373,21 +373,23 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
         // A command the abstract Redis does not implement, inside a script: the file
         // line of the script line that names it.
         (
-            custom_with(
-                "redis.call('del', KEYS[1])",
-                "redis.call('unlink', KEYS[1])",
-            ),
+            custom_with("redis.call('del', KEYS[1])", "redis.call('watch', KEYS[1])"),
             InvalidValue,
             "scenarios/golden.toml:8: key `lock.release.script`: line 2 of the script: command \
-             `unlink` is not implemented by the model's abstract Redis; it implements GET, SET, \
-             SETNX, GETSET, DEL, EXISTS, INCR, PEXPIRE, PTTL, HEXISTS, HINCRBY, HGET, HSET, HDEL",
+             `watch` is not implemented by the model's abstract Redis; it implements GET, SET, \
+             SETNX, GETSET, GETDEL, DEL, UNLINK, EXISTS, INCR, INCRBY, DECR, DECRBY, EXPIRE, \
+             PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, HSET, HGET, HGETALL, HLEN, HDEL, HEXISTS, \
+             HINCRBY, PUBLISH, TIME",
         ),
         // ... and as a command.
         (
             custom_with("[\"SET\", \"{key}\"", "[\"SETEX\", \"{key}\""),
             InvalidValue,
-            "scenarios/golden.toml:5: key `lock.acquire.command`: command `SETEX` counts \
-             seconds; use PEXPIRE/PTTL/SET PX, in milliseconds, the unit of {ttl}",
+            "scenarios/golden.toml:5: key `lock.acquire.command`: command `SETEX` is not \
+             implemented by the model's abstract Redis; it implements GET, SET, SETNX, GETSET, \
+             GETDEL, DEL, UNLINK, EXISTS, INCR, INCRBY, DECR, DECRBY, EXPIRE, PEXPIRE, EXPIREAT, \
+             PEXPIREAT, TTL, PTTL, HSET, HGET, HGETALL, HLEN, HDEL, HEXISTS, HINCRBY, PUBLISH, \
+             TIME",
         ),
         // A Lua syntax error: the file line of the script's line.
         (
@@ -416,7 +418,7 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
             custom_with("renewed = 1", "renwed = 1"),
             Unknown,
             "scenarios/golden.toml:12: key `lock.renew.renwed`: unknown key; valid keys in \
-             [lock.renew]: command, script, keys, args, renewed, every",
+             [lock.renew]: command, script, script_file, keys, args, renewed, every",
         ),
         (
             custom_with(
@@ -434,8 +436,8 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
                 "renew = { command = [\"PEXPIRE\", \"{key}\", \"{ttl}\"], script",
             ),
             InvalidValue,
-            "scenarios/golden.toml:12: key `lock.renew.script`: a step is a command or a script, \
-             not both",
+            "scenarios/golden.toml:12: key `lock.renew.script`: a step is one of `command`, \
+             `script` and `script_file`, not two",
         ),
         // [lock] for a built-in design.
         (

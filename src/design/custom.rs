@@ -184,14 +184,14 @@ impl LockStep {
     }
 }
 
-/// `text` with each placeholder replaced.
+/// `text` with each placeholder replaced; `{ttl}` in milliseconds, as Redis reads it.
 fn fill(text: &str, cfg: &LockConfig, token: &str) -> String {
     if !text.contains('{') {
         return text.to_string();
     }
     text.replace("{key}", &cfg.key)
         .replace("{token}", token)
-        .replace("{ttl}", &cfg.ttl.to_string())
+        .replace("{ttl}", &cfg.ttl.saturating_mul(cfg.unit_ms).to_string())
 }
 
 impl LockStep {

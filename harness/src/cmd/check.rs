@@ -92,7 +92,7 @@ pub fn check_with(
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
     let mut outcomes = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
-        let searched = reporter.search(scenario, options);
+        let searched = reporter.search(scenario, options)?;
         let mut o = outcome(scenario, &searched.model, &searched.result, options);
         write_traces(&mut o, reports)?;
         outcomes.push(o);

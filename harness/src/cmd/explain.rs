@@ -65,7 +65,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
         None => None,
     };
     let options = search_options(&args.search);
-    let searched = Reporter::new().search(&scenario, &options);
+    let searched = Reporter::new().search(&scenario, &options)?;
     let r = &searched.result;
     let mut shown = 0;
     for (property, counterexample) in &r.counterexamples {

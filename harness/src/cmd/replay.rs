@@ -134,7 +134,7 @@ fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
 }
 
 /// The model's search for counterexamples, as `locklab check` runs it.
-fn search_counterexamples(scenario: &Scenario) -> SearchRun {
+fn search_counterexamples(scenario: &Scenario) -> Result<SearchRun, Failure> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = SearchOptions {
         symmetry: true,
@@ -170,7 +170,7 @@ fn jobs_for_scenario(scenario: &Scenario, reports: &Path) -> Result<Vec<Job>, Fa
             "{}: computing counterexamples with the model (no stored trace for every violated property)",
             scenario.name
         );
-        let searched = search_counterexamples(scenario);
+        let searched = search_counterexamples(scenario)?;
         for property in Property::ALL {
             if jobs.iter().any(|j| j.property == property) {
                 continue;

@@ -154,6 +154,8 @@ impl Expiry {
 pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     let mut cfg = LockModel::new(scenario).cfg;
     cfg.ttl = u64::from(scenario.timing.ttl) * tick_ms;
+    // The times are ms already: `{ttl}` is the ttl as it is.
+    cfg.unit_ms = 1;
     cfg.renew_every = cfg.renew_every.map(|ticks| ticks * tick_ms);
     cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
     cfg.min_validity = cfg.min_validity.saturating_mul(tick_ms);
@@ -1198,6 +1200,21 @@ impl Run {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_custom_lock_sends_the_same_ms_in_the_model_and_on_real_redis() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../examples/custom/release-logged.toml");
+        let scenario = Scenario::load(&path).expect("the example loads");
+        let acquire = |cfg: &LockConfig| {
+            let lock = cfg.custom.as_ref().expect("a custom lock");
+            format!("{:?}", lock.acquire.request(cfg, "t1"))
+        };
+        // ttl = 3 ticks of 100 ms: PX 300 for both.
+        let real = acquire(&lock_config(&scenario, 100));
+        assert!(real.contains("\"300\""), "{real}");
+        assert_eq!(real, acquire(&LockModel::new(&scenario).cfg));
+    }
 
     #[test]
     fn a_deadline_seen_again_keeps_the_tick_it_was_placed_in() {

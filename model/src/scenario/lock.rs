@@ -2,9 +2,12 @@
 //! Lua script with the reply that means success; everything a mistake can hide in is
 //! checked here, at load time: unknown keys, a step with both or neither of `command`
 //! and `script`, a command the abstract Redis does not implement (also inside a script,
-//! from its literal `redis.call('X'` names), a Lua syntax error (the file line of the
-//! script's line), a missing success reply, a misspelt placeholder.
+//! from its literal `redis.call('X'` names outside comments), a library the model's Lua
+//! does not implement (`struct`, `cmsgpack`), a Lua syntax error (the file line of the
+//! script's line), a literal time in a command that is not a whole number of ticks, a
+//! missing success reply, a misspelt placeholder.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use locklab::design::custom::{misspelt_placeholder, Action, CustomLock, Expected, LockStep};
@@ -17,13 +20,35 @@ use super::{KeyErrorKind, ScenarioError, ScenarioLock};
 use crate::{call, lua};
 
 pub(super) const LOCK_KEYS: &[&str] = &["acquire", "release", "renew"];
-const ACQUIRE_KEYS: &[&str] = &["command", "script", "keys", "args", "granted"];
-const RELEASE_KEYS: &[&str] = &["command", "script", "keys", "args", "released"];
-const RENEW_KEYS: &[&str] = &["command", "script", "keys", "args", "renewed", "every"];
+const ACQUIRE_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "granted",
+];
+const RELEASE_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "released",
+];
+const RENEW_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "renewed",
+    "every",
+];
 
 impl Parser<'_> {
     /// `[lock]`, for design `custom`.
-    pub(super) fn lock(&self, lock: &Section<'_, '_>) -> Result<ScenarioLock> {
+    pub(super) fn lock(&self, lock: &Section<'_, '_>, tick_ms: u64) -> Result<ScenarioLock> {
         if lock.table.is_none() {
             return Err(self.err(
                 1,
@@ -35,13 +60,13 @@ impl Parser<'_> {
         self.check_unknown(lock)?;
         let acquire_section = self.step_section(lock, "acquire", "lock.acquire", ACQUIRE_KEYS)?;
         let release_section = self.step_section(lock, "release", "lock.release", RELEASE_KEYS)?;
-        let acquire = self.step(lock, &acquire_section, "acquire", "granted")?;
-        let release = self.step(lock, &release_section, "release", "released")?;
+        let acquire = self.step(lock, &acquire_section, "acquire", "granted", tick_ms)?;
+        let release = self.step(lock, &release_section, "release", "released", tick_ms)?;
         let (renew, every) = match lock.get("renew") {
             None => (None, None),
             Some(_) => {
                 let section = self.step_section(lock, "renew", "lock.renew", RENEW_KEYS)?;
-                let renew = self.step(lock, &section, "renew", "renewed")?;
+                let renew = self.step(lock, &section, "renew", "renewed", tick_ms)?;
                 let every = self.u32_opt(&section, "every")?;
                 if let Some(every) = &every {
                     self.at_least(&section, "every", every, 1)?;
@@ -94,19 +119,40 @@ impl Parser<'_> {
         section: &Section<'_, '_>,
         name: &str,
         success: &str,
+        tick_ms: u64,
     ) -> Result<LockStep> {
         let command = self.strings(section, "command")?;
-        let script = self.string(section, "script")?;
+        let inline = self.string(section, "script")?;
+        let file = self.string(section, "script_file")?;
         let keys = self.strings(section, "keys")?;
         let args = self.strings(section, "args")?;
-        if let (Some(_), Some(script)) = (&command, &script) {
+        let given: Vec<(&str, usize)> = [
+            ("command", command.as_ref().map(|c| c.line)),
+            ("script", inline.as_ref().map(|s| s.line)),
+            ("script_file", file.as_ref().map(|f| f.line)),
+        ]
+        .into_iter()
+        .filter_map(|(key, line)| Some((key, line?)))
+        .collect();
+        if let [_, .., (key, line)] = given.as_slice() {
             return Err(self.err(
-                script.line,
-                section.dotted("script"),
+                *line,
+                section.dotted(key),
                 KeyErrorKind::InvalidValue,
-                "a step is a command or a script, not both",
+                "a step is one of `command`, `script` and `script_file`, not two",
             ));
         }
+        let script = match (inline, file) {
+            (Some(script), _) => {
+                let first = self.script_first_line(section, script.line);
+                self.script_text(section, "script", &script.value, |line| {
+                    (first + line - 1, format!("line {line} of the script"))
+                })?;
+                Some(script)
+            }
+            (None, Some(file)) => Some(self.script_file(section, &file)?),
+            (None, None) => None,
+        };
         let action = match (command, script) {
             (Some(command), None) => {
                 for (key, field) in [("keys", &keys), ("args", &args)] {
@@ -119,11 +165,10 @@ impl Parser<'_> {
                         ));
                     }
                 }
-                self.command_words(section, &command)?;
+                self.command_words(section, &command, tick_ms)?;
                 Action::Command(command.value)
             }
             (None, Some(script)) => {
-                self.script_text(section, &script)?;
                 let mut fields = Vec::new();
                 for (key, field) in [("keys", keys), ("args", args)] {
                     let field = field.unwrap_or(Field {
@@ -148,7 +193,7 @@ impl Parser<'_> {
                     section.line,
                     lock.dotted(name),
                     KeyErrorKind::Missing,
-                    "a step needs `command = [...]` or `script = \"...\"`",
+                    "a step needs `command = [...]`, `script = \"...\"` or `script_file = \"...\"`",
                 ))
             }
             (Some(_), Some(_)) => unreachable!("refused above"),
@@ -199,8 +244,14 @@ impl Parser<'_> {
         }))
     }
 
-    /// A command: a known name first, placeholders spelt right.
-    fn command_words(&self, section: &Section<'_, '_>, command: &Field<Vec<String>>) -> Result<()> {
+    /// A command: a known name first, placeholders spelt right, literal times whole
+    /// ticks.
+    fn command_words(
+        &self,
+        section: &Section<'_, '_>,
+        command: &Field<Vec<String>>,
+        tick_ms: u64,
+    ) -> Result<()> {
         let bad = |message: String| {
             self.err(
                 command.line,
@@ -216,6 +267,23 @@ impl Parser<'_> {
         };
         if let Some(why) = call::refusal(name) {
             return Err(bad(why));
+        }
+        for (i, unit_ms) in call::time_arguments(&command.value) {
+            let word = &command.value[i];
+            let Ok(n) = word.parse::<i64>() else {
+                continue;
+            };
+            let whole = n
+                .checked_mul(i64::try_from(unit_ms).unwrap_or(i64::MAX))
+                .is_some_and(|ms| ms % i64::try_from(tick_ms).unwrap_or(i64::MAX) == 0);
+            if !whole {
+                let unit = if unit_ms == 1 { "ms" } else { "s" };
+                return Err(bad(format!(
+                    "`{} {word}` ({word} {unit}) is not a whole number of ticks of {tick_ms} ms \
+                     (timing.tick_ms): the model's clock cannot place that expiry",
+                    command.value[i - 1]
+                )));
+            }
         }
         self.placeholders(section, "command", command)
     }
@@ -240,30 +308,69 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// A script compiles, and every command it names literally is implemented. Errors
-    /// name the file line of the script's line.
-    fn script_text(&self, section: &Section<'_, '_>, script: &Field<String>) -> Result<()> {
-        let first = self.script_first_line(section, script.line);
-        let at = |line: usize| first + line - 1;
-        if let Err(e) = lua::check(&script.value) {
-            return Err(self.err(
-                at(e.line),
-                section.dotted("script"),
+    /// `script_file = "release.lua"`: the file's text, read relative to the scenario
+    /// file, checked as an inline script is; errors name the file and its line.
+    fn script_file(
+        &self,
+        section: &Section<'_, '_>,
+        file: &Field<String>,
+    ) -> Result<Field<String>> {
+        let dir = self.path.parent().unwrap_or(Path::new(""));
+        let path = dir.join(&file.value);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            self.err(
+                file.line,
+                section.dotted("script_file"),
                 KeyErrorKind::InvalidValue,
-                format!(
-                    "Lua syntax error at line {} of the script: {}",
-                    e.line, e.message
-                ),
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        self.script_text(section, "script_file", &text, |line| {
+            (file.line, format!("line {line} of {}", file.value))
+        })?;
+        Ok(Field {
+            value: text,
+            line: file.line,
+        })
+    }
+
+    /// A script compiles, names no library the model lacks, and every command it names
+    /// literally is implemented. `at` gives, for a line of the script, the scenario
+    /// file's line to name and how to name the script's line.
+    fn script_text(
+        &self,
+        section: &Section<'_, '_>,
+        key: &str,
+        text: &str,
+        at: impl Fn(usize) -> (usize, String),
+    ) -> Result<()> {
+        let refuse = |line: usize, why: String| {
+            let (file_line, where_) = at(line);
+            self.err(
+                file_line,
+                section.dotted(key),
+                KeyErrorKind::InvalidValue,
+                format!("{where_}: {why}"),
+            )
+        };
+        if let Err(e) = lua::check(text) {
+            let (file_line, where_) = at(e.line);
+            return Err(self.err(
+                file_line,
+                section.dotted(key),
+                KeyErrorKind::InvalidValue,
+                format!("Lua syntax error at {where_}: {}", e.message),
             ));
         }
-        for (name, line) in lua::called_commands(&script.value) {
+        if let Some((library, line)) = lua::unimplemented_libraries(text).first() {
+            return Err(refuse(
+                *line,
+                format!("the `{library}` library is not implemented by the model's Lua"),
+            ));
+        }
+        for (name, line) in lua::called_commands(text) {
             if let Some(why) = call::refusal(&name) {
-                return Err(self.err(
-                    at(line),
-                    section.dotted("script"),
-                    KeyErrorKind::InvalidValue,
-                    format!("line {line} of the script: {why}"),
-                ));
+                return Err(refuse(line, why));
             }
         }
         Ok(())

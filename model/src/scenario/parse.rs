@@ -176,7 +176,7 @@ impl Parser<'_> {
         let faults = self.faults(&faults, &topology)?;
         let expect = self.expect(&expect)?;
         let lock = match (design, lock.table) {
-            (DesignId::Custom, _) => Some(self.lock(&lock)?),
+            (DesignId::Custom, _) => Some(self.lock(&lock, timing.tick_ms)?),
             (_, None) => None,
             (_, Some(_)) => {
                 return Err(self.err(
