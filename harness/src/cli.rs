@@ -96,6 +96,12 @@ pub struct CheckArgs {
     /// Directory for counterexample traces (written to DIR/traces/).
     #[arg(long, value_name = "DIR", default_value = "reports")]
     pub reports: PathBuf,
+    /// Compute what each violation needs: each fault kind of the budget, and the step
+    /// delays, is needed when the property holds without it (one more search of the
+    /// scenario per fault kind, and one without step delays); checked against the
+    /// scenario's `[expect] cause`.
+    #[arg(long)]
+    pub cause: bool,
     /// Check only shard K of N (1 <= K <= N): the scenarios sorted by file name, every
     /// N-th from the K-th. `locklab merge` joins the shards' --json and --junit files.
     #[arg(long, value_name = "K/N")]

@@ -5,8 +5,9 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use locklab_model::cause::{self, Without};
 use locklab_model::model::LockModel;
-use locklab_model::scenario::Scenario;
+use locklab_model::scenario::{Property, Scenario};
 use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::walk::{random_walks, WalkOptions};
 
@@ -118,6 +119,56 @@ impl Reporter {
             None => eprintln!("checked {line}"),
         }
         SearchRun { model, result }
+    }
+}
+
+impl Reporter {
+    /// The searches of `scenario` without each of its ingredients, for the cause of
+    /// each property in `violated` (none without one), with one line on stderr.
+    pub fn cause_searches(
+        &self,
+        scenario: &Scenario,
+        violated: &[Property],
+        options: &SearchOptions,
+    ) -> Vec<Without> {
+        if violated.is_empty() {
+            return Vec::new();
+        }
+        let bar = self.terminal.then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
+                        .expect("a valid template"),
+                )
+                .with_prefix(format!("cause of {}", scenario.name));
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        let without = cause::searches(scenario, violated, options, |i| {
+            if let Some(bar) = &bar {
+                bar.set_message(format!("searching without {i}"));
+            }
+        });
+        let line = format!(
+            "cause of {}: {} searches without one of {}, {} unique states, {:.2} s",
+            scenario.name,
+            without.len(),
+            without
+                .iter()
+                .map(|w| w.ingredient.key())
+                .collect::<Vec<_>>()
+                .join(", "),
+            without.iter().map(|w| w.result.unique_states).sum::<u64>(),
+            without.iter().map(|w| w.result.seconds).sum::<f64>(),
+        );
+        match bar {
+            Some(bar) => {
+                bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
+                bar.finish_with_message(line);
+            }
+            None => eprintln!("{line}"),
+        }
+        without
     }
 }
 

@@ -11,7 +11,9 @@ use crate::files::{trace_path, write_file};
 use crate::scenario_args::load;
 use crate::search::{search_options, Reporter};
 use crate::shard::select;
-use crate::verdict::{exit_code_allowing, outcome, Found, ScenarioOutcome};
+use crate::verdict::{
+    attach_causes, exit_code_allowing, outcome, violated, Found, ScenarioOutcome,
+};
 use crate::{junit, output, table, Failure};
 
 /// Writes the trace of every violated property; removes a stale trace of a property
@@ -57,7 +59,14 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     };
     let mut reporter = Reporter::new();
     reporter.walks = args.strategy.walks()?;
-    let outcomes = check_with(&reporter, &scenarios, &options, &args.reports)?;
+    if args.cause && reporter.walks.is_some() {
+        return Err(Failure::BadInput(
+            "--cause searches each scenario exhaustively without each of its faults; it \
+             does not go with random walks"
+                .to_string(),
+        ));
+    }
+    let outcomes = check_with(&reporter, &scenarios, &options, &args.reports, args.cause)?;
     print!("{}", table::render(&outcomes));
     let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
     if let Some(path) = &args.json {
@@ -73,27 +82,34 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     Ok(code)
 }
 
-/// Checks each scenario with progress on stderr and writes its traces to
-/// `reports/traces/` (shared by `check` and `report`).
+/// Checks each scenario with progress on stderr, computes the cause of each violation
+/// and writes the traces to `reports/traces/` (shared by `check` and `report`).
 pub fn check_all(
     scenarios: &[Scenario],
     options: &SearchOptions,
     reports: &Path,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
-    check_with(&Reporter::new(), scenarios, options, reports)
+    check_with(&Reporter::new(), scenarios, options, reports, true)
 }
 
-/// [`check_all`] with a given reporter (which may run random walks instead).
+/// [`check_all`] with a given reporter (which may run random walks instead), the
+/// causes computed only when `causes` is set (a search per ingredient of each scenario
+/// with a violation).
 pub fn check_with(
     reporter: &Reporter,
     scenarios: &[Scenario],
     options: &SearchOptions,
     reports: &Path,
+    causes: bool,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
     let mut outcomes = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
         let searched = reporter.search(scenario, options);
         let mut o = outcome(scenario, &searched.model, &searched.result, options);
+        if causes {
+            let without = reporter.cause_searches(scenario, &violated(&o), options);
+            attach_causes(&mut o, &searched.model, &without);
+        }
         write_traces(&mut o, reports)?;
         outcomes.push(o);
     }
