@@ -1,6 +1,7 @@
 //! The model search as the commands run it: its options from the command line, and a
 //! run with progress on stderr.
 
+use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Duration;
 
@@ -45,6 +46,8 @@ pub struct Reporter {
     terminal: bool,
     /// Random walks instead of the exhaustive search.
     pub walks: Option<WalkOptions>,
+    /// The scenario's place in a run of several (`[k/N]` before its lines).
+    place: Cell<Option<(usize, usize)>>,
 }
 
 impl Reporter {
@@ -52,6 +55,20 @@ impl Reporter {
         Reporter {
             terminal: std::io::stderr().is_terminal(),
             walks: None,
+            place: Cell::new(None),
+        }
+    }
+
+    /// The next scenario is the `k`-th (from 1) of `n`.
+    pub fn set_place(&self, k: usize, n: usize) {
+        self.place.set(Some((k, n)));
+    }
+
+    /// `[k/N] ` in a run of several scenarios, else nothing.
+    fn place(&self) -> String {
+        match self.place.get() {
+            Some((k, n)) if n > 1 => format!("[{k}/{n}] "),
+            _ => String::new(),
         }
     }
 
@@ -64,7 +81,7 @@ impl Reporter {
                     ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
                         .expect("a valid template"),
                 )
-                .with_prefix(scenario.name.clone())
+                .with_prefix(format!("{}{}", self.place(), scenario.name))
                 .with_message("depth 0");
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
@@ -86,7 +103,8 @@ impl Reporter {
             .filter(|(_, c)| c.is_some())
             .count();
         let line = format!(
-            "{}: {}, depth {}, {} violated, {:.2} s, {}{}",
+            "{}checked {}: {}, depth {}, {} violated, {:.2} s, {}{}",
+            self.place(),
             scenario.name,
             match result.strategy {
                 Strategy::Exhaustive => format!(
@@ -114,9 +132,9 @@ impl Reporter {
         match bar {
             Some(bar) => {
                 bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
-                bar.finish_with_message(format!("checked {line}"));
+                bar.finish_with_message(line);
             }
-            None => eprintln!("checked {line}"),
+            None => eprintln!("{line}"),
         }
         SearchRun { model, result }
     }
@@ -140,7 +158,7 @@ impl Reporter {
                     ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
                         .expect("a valid template"),
                 )
-                .with_prefix(format!("cause of {}", scenario.name));
+                .with_prefix(format!("{}cause of {}", self.place(), scenario.name));
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
         });
@@ -150,7 +168,8 @@ impl Reporter {
             }
         });
         let line = format!(
-            "cause of {}: {} searches without one of {}, {} unique states, {:.2} s",
+            "{}cause of {}: {} searches without one of {}, {} unique states, {:.2} s",
+            self.place(),
             scenario.name,
             without.len(),
             without

@@ -161,8 +161,9 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
     let errors = outcomes.iter().filter(|o| o.error().is_some()).count();
     let _ = write!(
         out,
-        "\n{} scenarios, {} verdicts: {} match, {} mismatch, {} scenario errors",
+        "\n{} scenario{}, {} verdicts: {} match, {} mismatch, {} scenario errors",
         outcomes.len(),
+        if outcomes.len() == 1 { "" } else { "s" },
         verdicts.len(),
         count(Status::Match),
         count(Status::Mismatch),

@@ -1,9 +1,9 @@
 //! `locklab check`: model-check scenarios and compare the verdicts with their `expect`.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use locklab_model::scenario::Scenario;
+use locklab_model::scenario::{Scenario, DEFAULT_DIR};
 use locklab_model::search::SearchOptions;
 
 use crate::cli::CheckArgs;
@@ -38,6 +38,32 @@ fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Fai
     Ok(())
 }
 
+/// Where `check` writes its traces: `--reports DIR`; without it `reports/` when every
+/// scenario is one of the gallery's (in `scenarios/`), else a fresh temporary folder,
+/// named on stderr, so that checking one's own file leaves the gallery's traces alone.
+fn traces_dir(asked: Option<&Path>, scenarios: &[Scenario]) -> Result<PathBuf, Failure> {
+    if let Some(dir) = asked {
+        return Ok(dir.to_path_buf());
+    }
+    let gallery = fs::canonicalize(DEFAULT_DIR).ok();
+    let in_gallery = |s: &Scenario| {
+        let dir = fs::canonicalize(&s.path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        gallery.is_some() && dir == gallery
+    };
+    if scenarios.iter().all(in_gallery) {
+        return Ok(PathBuf::from("reports"));
+    }
+    let dir = std::env::temp_dir().join(format!("locklab-{}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
+    eprintln!(
+        "traces go to {} (--reports DIR to choose the folder)",
+        dir.join("traces").display()
+    );
+    Ok(dir)
+}
+
 /// `locklab check`: returns the exit status.
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let scenarios = load(&args.paths)?;
@@ -66,15 +92,24 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
                 .to_string(),
         ));
     }
-    let outcomes = check_with(&reporter, &scenarios, &options, &args.reports, args.cause)?;
-    print!("{}", table::render(&outcomes));
+    let reports = traces_dir(args.reports.as_deref(), &scenarios)?;
+    let outcomes = check_with(&reporter, &scenarios, &options, &reports, args.cause)?;
+    // `--json -` takes stdout for the JSON; the table then goes to stderr.
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        eprint!("{}", table::render(&outcomes));
+    } else {
+        print!("{}", table::render(&outcomes));
+    }
     let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
     if let Some(path) = &args.json {
         let json = output::json(&outcomes, code, part.as_ref());
-        write_file(
-            path,
-            &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"),
-        )?;
+        let text = serde_json::to_string_pretty(&json).expect("JSON") + "\n";
+        if json_to_stdout {
+            print!("{text}");
+        } else {
+            write_file(path, &text)?;
+        }
     }
     if let Some(path) = &args.junit {
         write_file(path, &junit::render(&outcomes, part.as_ref()))?;
@@ -103,7 +138,8 @@ pub fn check_with(
     causes: bool,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
     let mut outcomes = Vec::with_capacity(scenarios.len());
-    for scenario in scenarios {
+    for (k, scenario) in scenarios.iter().enumerate() {
+        reporter.set_place(k + 1, scenarios.len());
         let searched = reporter.search(scenario, options);
         let mut o = outcome(scenario, &searched.model, &searched.result, options);
         if causes {
