@@ -524,3 +524,48 @@ fn json_to_stdout_sends_the_table_to_stderr() {
         "{err}"
     );
 }
+
+/// `check --cause` compares what each violation needs with the file's `[expect] cause`:
+/// the slow holder's violations need the step delays only.
+#[test]
+fn cause_is_checked_against_the_stated_one() {
+    let dir = temp_dir("cause");
+    let text = slow_holder("slow").text;
+    write(
+        &dir,
+        "right",
+        &text
+            .replace("\"slow\"", "\"right\"")
+            .replace("[expect]", "[expect]\ncause = [\"step_delays\"]"),
+    );
+    write(
+        &dir,
+        "wrong",
+        &text
+            .replace("\"slow\"", "\"wrong\"")
+            .replace("[expect]", "[expect]\ncause = []"),
+    );
+    let out = locklab(&dir, &["check", "right.toml", "--cause"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("mutual_exclusion: "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("needs: only step delays"),
+        "{}",
+        stdout(&out)
+    );
+    // Without --cause the stated cause is not searched for.
+    assert_eq!(code(&locklab(&dir, &["check", "wrong.toml"])), 0);
+    let out = locklab(&dir, &["check", "wrong.toml", "--cause"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "MISMATCH wrong: mutual_exclusion: expected cause [], found needs: only step delays"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
