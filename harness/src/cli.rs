@@ -87,15 +87,22 @@ pub struct CheckArgs {
     /// Scenario files or directories of them [default: scenarios/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Write the verdicts as JSON to FILE.
+    /// Write the verdicts as JSON to FILE (`-`: to stdout, the table then to stderr).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the verdicts as JUnit XML to FILE (one testcase per scenario and property).
     #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Directory for counterexample traces (written to DIR/traces/).
-    #[arg(long, value_name = "DIR", default_value = "reports")]
-    pub reports: PathBuf,
+    /// Directory for counterexample traces (written to DIR/traces/) [default: reports/
+    /// for the gallery's scenarios (in scenarios/), else a temporary folder it names].
+    #[arg(long, value_name = "DIR")]
+    pub reports: Option<PathBuf>,
+    /// Compute what each violation needs: each fault kind of the budget, and the step
+    /// delays, is needed when the property holds without it (one more search of the
+    /// scenario per fault kind, and one without step delays); checked against the
+    /// scenario's `[expect] cause`.
+    #[arg(long)]
+    pub cause: bool,
     /// Check only shard K of N (1 <= K <= N): the scenarios sorted by file name, every
     /// N-th from the K-th. `locklab merge` joins the shards' --json and --junit files.
     #[arg(long, value_name = "K/N")]

@@ -1,18 +1,23 @@
 //! The fix for a broken property: which design or option makes it hold, and why.
 //!
-//! One table of (design, property, cause) → text, read by `explain` and by the report.
-//! The cause is the kind of fault in the counterexample, because the same design breaks
-//! the same property for different reasons (a slow holder, a pause, a failover) and
-//! each has a different remedy. A row with no cause or no design is a fallback.
+//! One table of (design, property, culprit) → text, read by `explain` and by the report.
+//! The culprit is the fault the violation needs, because the same design breaks the
+//! same property for different reasons (a slow holder, a pause, a failover) and each has
+//! a different remedy. It comes from the computed cause ([`locklab_model::cause`]) and
+//! the trace, never from the budget: a fault the counterexample contains but the
+//! violation does not need (a pause of a client waiting for the lock while the holder
+//! outlives its lease by step delays) names no remedy. A row with no culprit or no
+//! design is a fallback.
 
 use locklab::{DesignId, Fencing};
-use locklab_model::model::Action;
+use locklab_model::cause::{Ingredient, Struck};
+use locklab_model::model::{Action, FaultKind};
 use locklab_model::scenario::Property;
 use locklab_model::trace::Trace;
 
 /// What made the counterexample possible.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cause {
+pub enum Culprit {
     /// No fault: ordinary step delays outlasted the lease.
     Timing,
     /// A stop-the-world pause of a client.
@@ -33,28 +38,51 @@ pub enum Cause {
     ClockJump,
 }
 
-impl Cause {
-    /// The first fault of the trace, or [`Cause::Timing`] when it has none.
-    pub fn of(trace: &Trace) -> Cause {
+impl Culprit {
+    /// What the violation needs, from the trace's computed cause: the first fault in
+    /// the trace of a kind the violation needs, or [`Culprit::Timing`] when it needs
+    /// none (only step delays, or no one ingredient). A pause needed but taken by a
+    /// client that did not hold the lock is timing too: the holder outlived its lease
+    /// on its own. Without a computed cause, the first fault of the trace.
+    pub fn of(trace: &Trace) -> Culprit {
+        let Some(cause) = &trace.cause else {
+            return trace
+                .actions
+                .iter()
+                .find_map(|&a| Culprit::of_action(a))
+                .unwrap_or(Timing);
+        };
+        let needed = |kind: FaultKind| {
+            cause.needs.iter().any(|n| {
+                n.ingredient == Ingredient::Fault(kind)
+                    && !(kind == FaultKind::Pause && n.struck.is_some_and(|s| s != Struck::Holder))
+            })
+        };
         trace
             .actions
             .iter()
-            .find_map(|&a| Cause::of_action(a))
-            .unwrap_or(Cause::Timing)
+            .find_map(|&a| {
+                FaultKind::of(&a)
+                    .filter(|&k| needed(k))
+                    .and_then(|_| Culprit::of_action(a))
+            })
+            .unwrap_or(Timing)
     }
 
-    /// The cause an action stands for, if it is a fault.
-    fn of_action(action: Action) -> Option<Cause> {
+    /// The culprit an action stands for, if it is a fault.
+    fn of_action(action: Action) -> Option<Culprit> {
         use Action as A;
         match action {
-            A::Pause(_) => Some(Cause::Pause),
-            A::Crash(_) => Some(Cause::Crash),
-            A::Failover(..) => Some(Cause::Failover),
-            A::SplitBrain(..) => Some(Cause::SplitBrain),
-            A::Restart(_) => Some(Cause::Restart),
-            A::Partition(..) => Some(Cause::Partition),
-            A::LoseReply(..) => Some(Cause::LostReply),
-            A::NodeClockJump(_) | A::ClientClockJump(_) | A::NodeDrift(_) => Some(Cause::ClockJump),
+            A::Pause(_) => Some(Culprit::Pause),
+            A::Crash(_) => Some(Culprit::Crash),
+            A::Failover(..) => Some(Culprit::Failover),
+            A::SplitBrain(..) => Some(Culprit::SplitBrain),
+            A::Restart(_) => Some(Culprit::Restart),
+            A::Partition(..) => Some(Culprit::Partition),
+            A::LoseReply(..) => Some(Culprit::LostReply),
+            A::NodeClockJump(_) | A::ClientClockJump(_) | A::NodeDrift(_) => {
+                Some(Culprit::ClockJump)
+            }
             A::Tick
             | A::Acquire(_)
             | A::Deliver(..)
@@ -81,12 +109,12 @@ pub struct Fix {
     pub why: &'static str,
 }
 
-use Cause::*;
+use Culprit::*;
 use DesignId::*;
 use Property::*;
 
-/// Design, property, cause, fencing mode; None matches any.
-type Key = (Option<DesignId>, Property, Option<Cause>, Option<Fencing>);
+/// Design, property, culprit, fencing mode; None matches any.
+type Key = (Option<DesignId>, Property, Option<Culprit>, Option<Fencing>);
 
 const ATOMIC_EXPIRY: Fix = Fix {
     remedy: "take the lock and its expiry in one command: SET key token NX PX ttl \
@@ -320,22 +348,22 @@ const TABLE: &[(Key, Fix)] = &[
     ((None, ResourceSafety, None, None), FENCE_ALL),
 ];
 
-/// The fix for `property` broken under `design` by `cause`, with the scenario's
+/// The fix for `property` broken under `design` by `culprit`, with the scenario's
 /// fencing mode (when tokens are in use, the question is why they did not suffice).
-pub fn fix(design: DesignId, property: Property, cause: Cause, fencing: Fencing) -> Fix {
+pub fn fix(design: DesignId, property: Property, culprit: Culprit, fencing: Fencing) -> Fix {
     TABLE
         .iter()
         .find(|((d, p, c, f), _)| {
             *p == property
                 && d.is_none_or(|d| d == design)
-                && c.is_none_or(|c| c == cause)
+                && c.is_none_or(|c| c == culprit)
                 && f.is_none_or(|f| f == fencing)
         })
         .map(|(_, fix)| *fix)
         .expect("every property has a fallback row")
 }
 
-/// The fix for the property a trace breaks (design, fencing and cause read from it).
+/// The fix for the property a trace breaks (design, fencing and culprit read from it).
 pub fn for_trace(trace: &Trace) -> Option<Fix> {
     let design: DesignId = trace.scenario.get("design")?.as_str()?.parse().ok()?;
     let fencing = match trace.scenario.get("fencing").and_then(|f| f.as_str()) {
@@ -344,13 +372,13 @@ pub fn for_trace(trace: &Trace) -> Option<Fix> {
         _ => Fencing::Off,
     };
     let property = trace.property().ok()?;
-    let cause = Cause::of(trace);
+    let culprit = Culprit::of(trace);
     let watchdog = trace.scenario.get("watchdog").and_then(|w| w.as_bool());
     if design.renews() && watchdog == Some(false) && property == MutualExclusion {
         // The design's watchdog is off: no renewal failed, none ran.
         return Some(EXPLICIT_LEASE);
     }
-    Some(fix(design, property, cause, fencing))
+    Some(fix(design, property, culprit, fencing))
 }
 
 #[cfg(test)]
@@ -375,7 +403,8 @@ mod tests {
     }
 
     #[test]
-    fn the_cause_is_the_first_fault_in_the_trace() {
+    fn the_culprit_is_a_needed_fault_else_timing() {
+        use locklab_model::cause::{Cause, Need};
         use locklab_model::model::{Action as A, LockModel};
         use locklab_model::scenario::Scenario;
         let text = "name = \"p\"\ndesign = \"lua-release\"\n[clients]\ncount = 2\n\
@@ -384,18 +413,45 @@ mod tests {
                     mutual_exclusion = \"violated\"\nowner_only_release = \"holds\"\n\
                     no_orphaned_lock = \"holds\"\nresource_safety = \"violated\"\n";
         let model = LockModel::new(&Scenario::parse(text, "p.toml").unwrap());
-        let cause = |path: &[A]| {
-            let t = locklab_model::trace::build(&model, MutualExclusion, path);
+        let need = |ingredient, struck| Need { ingredient, struck };
+        let culprit = |path: &[A], needs: Option<Vec<Need>>| {
+            let mut t = locklab_model::trace::build(&model, MutualExclusion, path);
             assert_eq!(t.steps.len(), path.len(), "the path applies");
-            Cause::of(&t)
+            t.cause = needs.map(|needs| Cause {
+                needs,
+                undecided: Vec::new(),
+            });
+            Culprit::of(&t)
         };
-        assert_eq!(cause(&[A::Acquire(0), A::Deliver(0, 0), A::Tick]), Timing);
-        assert_eq!(cause(&[A::Acquire(0), A::Pause(0), A::Crash(1)]), Pause);
-        assert_eq!(cause(&[A::Acquire(0), A::Crash(1), A::Pause(0)]), Crash);
+        let pause = Ingredient::Fault(FaultKind::Pause);
+        let crash = Ingredient::Fault(FaultKind::Crash);
+        let both = [A::Acquire(0), A::Crash(1), A::Pause(0)];
+        // Not computed: the first fault of the trace.
+        assert_eq!(
+            culprit(&[A::Acquire(0), A::Deliver(0, 0), A::Tick], None),
+            Timing
+        );
+        assert_eq!(
+            culprit(&[A::Acquire(0), A::Pause(0), A::Crash(1)], None),
+            Pause
+        );
+        assert_eq!(culprit(&both, None), Crash);
+        // Computed: the first fault of a needed kind, whatever came before it.
+        let holder = Some(Struck::Holder);
+        assert_eq!(culprit(&both, Some(vec![need(pause, holder)])), Pause);
+        assert_eq!(culprit(&both, Some(vec![need(crash, None)])), Crash);
+        // Only step delays needed: the faults in the trace name no remedy.
+        let delays = need(Ingredient::StepDelays, None);
+        assert_eq!(culprit(&both, Some(vec![delays])), Timing);
+        assert_eq!(culprit(&both, Some(Vec::new())), Timing);
+        // A needed pause that struck a client waiting for the lock is not the pause
+        // beyond the lease the remedy speaks of.
+        let waiting = Some(Struck::Waiting);
+        assert_eq!(culprit(&both, Some(vec![need(pause, waiting)])), Timing);
     }
 
     #[test]
-    fn the_cause_selects_the_remedy() {
+    fn the_culprit_selects_the_remedy() {
         let me = |c| fix(LuaRelease, MutualExclusion, c, Fencing::Off).remedy;
         assert!(me(Failover).contains("wait_replicas"));
         assert!(me(SplitBrain).contains("min-replicas-to-write"));

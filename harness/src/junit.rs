@@ -95,7 +95,11 @@ pub fn render(outcomes: &[ScenarioOutcome], part: Option<&Part>) -> String {
                             if let Some(path) = &p.trace_path {
                                 let _ = writeln!(text, "trace: {}", path.display());
                             }
-                            (format!("{message} in {steps} steps"), text)
+                            let message = match p.cause_mismatch_text() {
+                                Some(cause) => format!("{cause} (in {steps} steps)"),
+                                None => format!("{message} in {steps} steps"),
+                            };
+                            (message, text)
                         }
                         (Found::NoneInWalks { walks }, _) => (
                             message,

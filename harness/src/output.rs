@@ -9,7 +9,12 @@
 //!       "properties": {
 //!         "mutual_exclusion": { "verdict": "violated", "expected": "violated", "match": true,
 //!                               "within_steps": null, "steps": 9,
-//!                               "trace": "reports/traces/....mutual_exclusion.json" },
+//!                               "trace": "reports/traces/....mutual_exclusion.json",
+//!                               "cause": { "needs": [{ "ingredient": "pauses",
+//!                                                      "struck": "holder" }],
+//!                                          "undecided": [],
+//!                                          "text": "needs: a pause of the holder" },
+//!                               "expected_cause": ["pauses"] },
 //!         ...
 //!       },
 //!       "states": 1234, "unique_states": 567, "seconds": 0.01, "depth": 14,
@@ -34,6 +39,13 @@
 //! --shard K/N`) adds `"shard": {"index": K, "count": N, "scenarios": <in the whole
 //! run>, "positions": [<of its scenarios in the whole run>]}`; `locklab merge` joins
 //! the shards into the report of the whole run.
+//!
+//! `cause` (null unless computed: `check --cause`, `report`) is what a violation needs:
+//! each fault kind of the budget (its `[faults]` key), and `step_delays`, without which
+//! the property holds, with whom a client fault struck in the trace (`holder`,
+//! `acquiring`, `waiting`, `finished`); `undecided` lists those a bounded search left
+//! open. `expected_cause` is the scenario's `[expect] cause` for a property it expects
+//! violated; a computed cause that differs from it makes `match` false.
 
 use serde_json::{json, Map, Value};
 
@@ -93,6 +105,12 @@ fn scenario(o: &ScenarioOutcome) -> Value {
                     Found::Unverified { reason } => Some(reason),
                     _ => None,
                 },
+                "cause": p.cause.as_ref().map(|c| json!({
+                    "needs": c.needs,
+                    "undecided": c.undecided,
+                    "text": c.text(),
+                })),
+                "expected_cause": p.expected_cause,
             }),
         );
     }

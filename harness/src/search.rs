@@ -1,12 +1,14 @@
 //! The model search as the commands run it: its options from the command line, and a
 //! run with progress on stderr.
 
+use std::cell::Cell;
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use locklab_model::cause::{self, Without};
 use locklab_model::model::LockModel;
-use locklab_model::scenario::Scenario;
+use locklab_model::scenario::{Property, Scenario};
 use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::walk::{random_walks, WalkOptions};
 
@@ -45,6 +47,8 @@ pub struct Reporter {
     terminal: bool,
     /// Random walks instead of the exhaustive search.
     pub walks: Option<WalkOptions>,
+    /// The scenario's place in a run of several (`[k/N]` before its lines).
+    place: Cell<Option<(usize, usize)>>,
 }
 
 impl Reporter {
@@ -52,6 +56,20 @@ impl Reporter {
         Reporter {
             terminal: std::io::stderr().is_terminal(),
             walks: None,
+            place: Cell::new(None),
+        }
+    }
+
+    /// The next scenario is the `k`-th (from 1) of `n`.
+    pub fn set_place(&self, k: usize, n: usize) {
+        self.place.set(Some((k, n)));
+    }
+
+    /// `[k/N] ` in a run of several scenarios, else nothing.
+    fn place(&self) -> String {
+        match self.place.get() {
+            Some((k, n)) if n > 1 => format!("[{k}/{n}] "),
+            _ => String::new(),
         }
     }
 
@@ -71,7 +89,7 @@ impl Reporter {
                     ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
                         .expect("a valid template"),
                 )
-                .with_prefix(scenario.name.clone())
+                .with_prefix(format!("{}{}", self.place(), scenario.name))
                 .with_message("depth 0");
             bar.enable_steady_tick(Duration::from_millis(120));
             bar
@@ -93,7 +111,8 @@ impl Reporter {
             .filter(|(_, c)| c.is_some())
             .count();
         let line = format!(
-            "{}: {}, depth {}, {} violated, {:.2} s, {}{}",
+            "{}checked {}: {}, depth {}, {} violated, {:.2} s, {}{}",
+            self.place(),
             scenario.name,
             match result.strategy {
                 Strategy::Exhaustive => format!(
@@ -121,9 +140,9 @@ impl Reporter {
         match bar {
             Some(bar) => {
                 bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
-                bar.finish_with_message(format!("checked {line}"));
+                bar.finish_with_message(line);
             }
-            None => eprintln!("checked {line}"),
+            None => eprintln!("{line}"),
         }
         if let Some(fault) = model.run_fault() {
             return Err(Failure::BadInput(format!(
@@ -132,6 +151,57 @@ impl Reporter {
             )));
         }
         Ok(SearchRun { model, result })
+    }
+}
+
+impl Reporter {
+    /// The searches of `scenario` without each of its ingredients, for the cause of
+    /// each property in `violated` (none without one), with one line on stderr.
+    pub fn cause_searches(
+        &self,
+        scenario: &Scenario,
+        violated: &[Property],
+        options: &SearchOptions,
+    ) -> Vec<Without> {
+        if violated.is_empty() {
+            return Vec::new();
+        }
+        let bar = self.terminal.then(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template("{spinner} {prefix}: {msg} [{elapsed}]")
+                        .expect("a valid template"),
+                )
+                .with_prefix(format!("{}cause of {}", self.place(), scenario.name));
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        let without = cause::searches(scenario, violated, options, |i| {
+            if let Some(bar) = &bar {
+                bar.set_message(format!("searching without {i}"));
+            }
+        });
+        let line = format!(
+            "{}cause of {}: {} searches without one of {}, {} unique states, {:.2} s",
+            self.place(),
+            scenario.name,
+            without.len(),
+            without
+                .iter()
+                .map(|w| w.ingredient.key())
+                .collect::<Vec<_>>()
+                .join(", "),
+            without.iter().map(|w| w.result.unique_states).sum::<u64>(),
+            without.iter().map(|w| w.result.seconds).sum::<f64>(),
+        );
+        match bar {
+            Some(bar) => {
+                bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
+                bar.finish_with_message(line);
+            }
+            None => eprintln!("{line}"),
+        }
+        without
     }
 }
 

@@ -80,6 +80,26 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
     }
 
     let mut notes = String::new();
+    // What each violation needs, where it was computed.
+    for o in outcomes {
+        for p in &o.properties {
+            if let (Some(cause), Some(steps)) = (&p.cause, p.steps()) {
+                let _ = write!(
+                    notes,
+                    "trace {} {}: {steps} steps, {}",
+                    o.name(),
+                    p.property,
+                    cause.text()
+                );
+                match &p.trace_path {
+                    Some(path) => {
+                        let _ = writeln!(notes, "; {}", path.display());
+                    }
+                    None => notes.push('\n'),
+                }
+            }
+        }
+    }
     for o in outcomes {
         if let Some(e) = o.error() {
             let _ = writeln!(notes, "ERROR {}: {e}", o.name());
@@ -101,6 +121,10 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                 );
             }
             if p.status() != Status::Mismatch {
+                continue;
+            }
+            if let Some(text) = p.cause_mismatch_text() {
+                let _ = writeln!(notes, "MISMATCH {}: {}: {text}", o.name(), p.property);
                 continue;
             }
             let _ = write!(
@@ -146,8 +170,9 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
     let errors = outcomes.iter().filter(|o| o.error().is_some()).count();
     let _ = write!(
         out,
-        "\n{} scenarios, {} verdicts: {} match, {} mismatch, {} scenario errors",
+        "\n{} scenario{}, {} verdicts: {} match, {} mismatch, {} scenario errors",
         outcomes.len(),
+        if outcomes.len() == 1 { "" } else { "s" },
         verdicts.len(),
         count(Status::Match),
         count(Status::Mismatch),

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use locklab_model::cause::{self, Cause, Ingredient, Without};
 use locklab_model::model::{Action, FaultKind, LockModel};
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::{Reduction, SearchOptions, SearchResult, Strategy};
@@ -39,6 +40,10 @@ pub struct PropertyOutcome {
     pub trace: Option<Trace>,
     /// Where the trace was written.
     pub trace_path: Option<PathBuf>,
+    /// What the violation needs, once computed ([`attach_causes`]).
+    pub cause: Option<Cause>,
+    /// The scenario's `[expect] cause`, for a property it expects violated.
+    pub expected_cause: Option<Vec<Ingredient>>,
 }
 
 /// Whether a verdict matches its expectation.
@@ -57,9 +62,38 @@ impl PropertyOutcome {
             (Found::Vacuous | Found::Unverified { .. }, _) => Status::Error,
             (Found::NoneInWalks { .. }, Expectation::Holds) => Status::Unproven,
             (Found::Holds, Expectation::Holds) => Status::Match,
+            (Found::Violated { .. }, Expectation::Violated) if self.cause_differs() => {
+                Status::Mismatch
+            }
             (Found::Violated { .. }, Expectation::Violated) => Status::Match,
             _ => Status::Mismatch,
         }
+    }
+
+    /// The cause was computed and is not the one the scenario states: another set of
+    /// ingredients, or one the search could not decide.
+    pub fn cause_differs(&self) -> bool {
+        match (&self.cause, &self.expected_cause) {
+            (Some(found), Some(expected)) => {
+                !found.undecided.is_empty() || found.ingredients() != *expected
+            }
+            _ => false,
+        }
+    }
+
+    /// `expected cause [pauses], found needs: only step delays`, when the cause differs.
+    pub fn cause_mismatch_text(&self) -> Option<String> {
+        let (Some(found), Some(expected)) = (&self.cause, &self.expected_cause) else {
+            return None;
+        };
+        self.cause_differs().then(|| {
+            let expected: Vec<&str> = expected.iter().map(|i| i.key()).collect();
+            format!(
+                "expected cause [{}], found {}",
+                expected.join(", "),
+                found.text()
+            )
+        })
     }
 
     /// `"holds"`, `"violated"`, `"not_found"` (random walks) or `"error"`.
@@ -256,6 +290,13 @@ pub fn outcome(
                 bound,
                 trace,
                 trace_path: None,
+                cause: None,
+                expected_cause: scenario
+                    .expect
+                    .cause
+                    .as_ref()
+                    .and_then(|c| c.of(property))
+                    .map(<[Ingredient]>::to_vec),
             }
         })
         .collect();
@@ -277,6 +318,29 @@ pub fn outcome(
         strategy: r.strategy,
         collision_probability: r.collision_probability(),
         reductions: reductions(model, options, r.strategy),
+    }
+}
+
+/// The violated properties of an outcome (those [`attach_causes`] asks about).
+pub fn violated(outcome: &ScenarioOutcome) -> Vec<Property> {
+    outcome
+        .properties
+        .iter()
+        .filter(|p| p.trace.is_some())
+        .map(|p| p.property)
+        .collect()
+}
+
+/// Puts the cause of each violated property, from the searches without each
+/// ingredient, on its outcome and its trace.
+pub fn attach_causes(outcome: &mut ScenarioOutcome, model: &LockModel, without: &[Without]) {
+    for p in &mut outcome.properties {
+        let Some(trace) = &mut p.trace else {
+            continue;
+        };
+        let c = cause::of(model, p.property, &trace.actions, without);
+        trace.cause = Some(c.clone());
+        p.cause = Some(c);
     }
 }
 

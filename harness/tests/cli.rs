@@ -72,10 +72,16 @@ fn matching_verdicts_exit_0() {
         table.contains("2 scenarios, 8 verdicts: 8 match, 0 mismatch, 0 scenario errors"),
         "{table}"
     );
-    // Not a terminal: one plain line per scenario, no control characters.
+    // Not a terminal: where the traces go (not the gallery's reports/: these files are
+    // not in scenarios/), then one plain line per scenario with its place in the run,
+    // no control characters.
     let err = stderr(&out);
-    assert_eq!(err.lines().count(), 2, "{err}");
-    assert!(err.lines().all(|l| l.starts_with("checked ")), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 3, "{err}");
+    assert!(lines[0].starts_with("traces go to "), "{err}");
+    assert!(!dir.join("reports").exists(), "{err}");
+    assert!(lines[1].starts_with("[1/2] checked slow: "), "{err}");
+    assert!(lines[2].starts_with("[2/2] checked crash: "), "{err}");
     assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
 }
 
@@ -98,7 +104,7 @@ fn wrong_expectation_exits_1_and_is_marked() {
         "{table}"
     );
     assert!(
-        table.contains("1 scenarios, 4 verdicts: 3 match, 1 mismatch"),
+        table.contains("1 scenario, 4 verdicts: 3 match, 1 mismatch"),
         "{table}"
     );
 }
@@ -155,7 +161,10 @@ fn traces_load_decode_and_replay_to_the_violation() {
     let (slow_c, crash_c) = (slow_holder("slow"), naive_crash("crash"));
     let slow = write(&dir, "slow", &slow_c.text);
     let crash = write(&dir, "crash", &crash_c.text);
-    let out = locklab(&dir, &["check", "slow.toml", "crash.toml"]);
+    let out = locklab(
+        &dir,
+        &["check", "slow.toml", "crash.toml", "--reports", "reports"],
+    );
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let cases = slow_c
         .violated
@@ -533,6 +542,67 @@ fn clean_removes_the_containers_of_gone_locklab_processes() {
     assert!(removed, "locklab clean left {name}");
     assert!(
         stdout(&out).contains(&format!("removed container {name} (owner pid")),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn json_to_stdout_sends_the_table_to_stderr() {
+    let dir = temp_dir("json-stdout");
+    write(&dir, "slow", &slow_holder("slow").text);
+    let out = locklab(&dir, &["check", "slow.toml", "--json", "-"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON on stdout");
+    assert_eq!(json["summary"]["scenarios"], 1);
+    assert!(!dir.join("-").exists());
+    let err = stderr(&out);
+    assert!(
+        err.contains("1 scenario, 4 verdicts: 4 match, 0 mismatch"),
+        "{err}"
+    );
+}
+
+/// `check --cause` compares what each violation needs with the file's `[expect] cause`:
+/// the slow holder's violations need the step delays only.
+#[test]
+fn cause_is_checked_against_the_stated_one() {
+    let dir = temp_dir("cause");
+    let text = slow_holder("slow").text;
+    write(
+        &dir,
+        "right",
+        &text
+            .replace("\"slow\"", "\"right\"")
+            .replace("[expect]", "[expect]\ncause = [\"step_delays\"]"),
+    );
+    write(
+        &dir,
+        "wrong",
+        &text
+            .replace("\"slow\"", "\"wrong\"")
+            .replace("[expect]", "[expect]\ncause = []"),
+    );
+    let out = locklab(&dir, &["check", "right.toml", "--cause"]);
+    assert_eq!(code(&out), 0, "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("mutual_exclusion: "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("needs: only step delays"),
+        "{}",
+        stdout(&out)
+    );
+    // Without --cause the stated cause is not searched for.
+    assert_eq!(code(&locklab(&dir, &["check", "wrong.toml"])), 0);
+    let out = locklab(&dir, &["check", "wrong.toml", "--cause"]);
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "MISMATCH wrong: mutual_exclusion: expected cause [], found needs: only step delays"
+        ),
         "{}",
         stdout(&out)
     );

@@ -12,6 +12,7 @@
 //! (`script_memo`).
 
 pub mod call;
+pub mod cause;
 pub mod client;
 pub mod forget;
 pub mod lua;

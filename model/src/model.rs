@@ -194,7 +194,7 @@ impl Action {
 }
 
 /// The kinds of fault of a scenario's `[faults]` budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FaultKind {
     Pause,
     Crash,

@@ -71,6 +71,9 @@ pub struct SearchOptions {
     /// expanded, so that a level and the next are not both held in full; the order of
     /// discovery (and so every result) is the same for any block size.
     pub block_states: usize,
+    /// When not empty, stop as soon as each of these properties is violated (a search
+    /// that asks only whether they still break, as [`crate::cause`]'s do).
+    pub stop_when_violated: Vec<Property>,
 }
 
 impl Default for SearchOptions {
@@ -87,6 +90,7 @@ impl Default for SearchOptions {
             state_limit: None,
             fingerprint_bits: 64,
             block_states: 1 << 14,
+            stop_when_violated: Vec::new(),
         }
     }
 }
@@ -433,6 +437,12 @@ pub fn search(
     let mut complete = true;
     while !frontier.is_empty() {
         if found.iter().all(Option::is_some) && purchased {
+            break;
+        }
+        let wanted = |k: usize| options.stop_when_violated.contains(&Property::ALL[k]);
+        if !options.stop_when_violated.is_empty()
+            && (0..found.len()).all(|k| !wanted(k) || found[k].is_some())
+        {
             break;
         }
         if options.max_depth.is_some_and(|max| depth >= max)

@@ -20,9 +20,15 @@
 //!     ...
 //!   ],
 //!   "actions": [ { "kind": "Acquire", "args": 0 }, { "kind": "Deliver", "args": [0, 0] },
-//!                { "kind": "Tick" }, ... ]
+//!                { "kind": "Tick" }, ... ],
+//!   "cause": { "needs": [ { "ingredient": "pauses", "struck": "holder" } ] }
 //! }
 //! ```
+//!
+//! `cause`, written once computed ([`crate::cause`]), lists what the violation needs:
+//! each fault kind (`[faults]` key) or `step_delays` without which the property holds,
+//! with whom a client fault struck in this trace (`holder`, `acquiring`, `waiting`,
+//! `finished`), and under `undecided` those a bounded search could not decide.
 //!
 //! Each entry of `actions` is [`Action`] as serde derives it (adjacently tagged): `kind`
 //! is the variant's name and `args` its fields in declaration order, a single number for
@@ -49,6 +55,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use stateright::Model;
 
+use crate::cause::Cause;
 use crate::model::{Action, LockModel, Op};
 use crate::redis::Value;
 use crate::scenario::{Property, Scenario, ScenarioError};
@@ -192,6 +199,9 @@ pub struct Trace {
     /// The steps as model actions, one per entry of `steps`.
     #[serde(deserialize_with = "decode_actions")]
     pub actions: Vec<Action>,
+    /// What the violation needs ([`crate::cause`]), once computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
 }
 
 /// `actions`, decoded entry by entry so an error names the entry that failed.
@@ -510,6 +520,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
         initial,
         steps,
         actions: applied,
+        cause: None,
     }
 }
 

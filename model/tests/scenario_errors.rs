@@ -90,7 +90,7 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             with("ttl", "ttl = \"4\"").replace("resource_safety", "liveness"),
             Some(Unknown),
             "scenarios/golden.toml:24: key `expect.liveness`: unknown key; valid keys in \
-             [expect]: mutual_exclusion, owner_only_release, no_orphaned_lock, resource_safety",
+             [expect]: mutual_exclusion, owner_only_release, no_orphaned_lock, resource_safety, cause",
         ),
         // Wrong types.
         (

@@ -1,9 +1,9 @@
 //! `locklab check`: model-check scenarios and compare the verdicts with their `expect`.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use locklab_model::scenario::Scenario;
+use locklab_model::scenario::{Scenario, DEFAULT_DIR};
 use locklab_model::search::SearchOptions;
 
 use crate::cli::CheckArgs;
@@ -11,7 +11,9 @@ use crate::files::{trace_path, write_file};
 use crate::scenario_args::load;
 use crate::search::{search_options, Reporter};
 use crate::shard::select;
-use crate::verdict::{exit_code_allowing, outcome, Found, ScenarioOutcome};
+use crate::verdict::{
+    attach_causes, exit_code_allowing, outcome, violated, Found, ScenarioOutcome,
+};
 use crate::{junit, output, table, Failure};
 
 /// Writes the trace of every violated property; removes a stale trace of a property
@@ -36,6 +38,32 @@ fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Fai
     Ok(())
 }
 
+/// Where `check` writes its traces: `--reports DIR`; without it `reports/` when every
+/// scenario is one of the gallery's (in `scenarios/`), else a fresh temporary folder,
+/// named on stderr, so that checking one's own file leaves the gallery's traces alone.
+fn traces_dir(asked: Option<&Path>, scenarios: &[Scenario]) -> Result<PathBuf, Failure> {
+    if let Some(dir) = asked {
+        return Ok(dir.to_path_buf());
+    }
+    let gallery = fs::canonicalize(DEFAULT_DIR).ok();
+    let in_gallery = |s: &Scenario| {
+        let dir = fs::canonicalize(&s.path)
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf));
+        gallery.is_some() && dir == gallery
+    };
+    if scenarios.iter().all(in_gallery) {
+        return Ok(PathBuf::from("reports"));
+    }
+    let dir = std::env::temp_dir().join(format!("locklab-{}", std::process::id()));
+    fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
+    eprintln!(
+        "traces go to {} (--reports DIR to choose the folder)",
+        dir.join("traces").display()
+    );
+    Ok(dir)
+}
+
 /// `locklab check`: returns the exit status.
 pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     let scenarios = load(&args.paths)?;
@@ -57,15 +85,31 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     };
     let mut reporter = Reporter::new();
     reporter.walks = args.strategy.walks()?;
-    let outcomes = check_with(&reporter, &scenarios, &options, &args.reports)?;
-    print!("{}", table::render(&outcomes));
+    if args.cause && reporter.walks.is_some() {
+        return Err(Failure::BadInput(
+            "--cause searches each scenario exhaustively without each of its faults; it \
+             does not go with random walks"
+                .to_string(),
+        ));
+    }
+    let reports = traces_dir(args.reports.as_deref(), &scenarios)?;
+    let outcomes = check_with(&reporter, &scenarios, &options, &reports, args.cause)?;
+    // `--json -` takes stdout for the JSON; the table then goes to stderr.
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    if json_to_stdout {
+        eprint!("{}", table::render(&outcomes));
+    } else {
+        print!("{}", table::render(&outcomes));
+    }
     let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
     if let Some(path) = &args.json {
         let json = output::json(&outcomes, code, part.as_ref());
-        write_file(
-            path,
-            &(serde_json::to_string_pretty(&json).expect("JSON") + "\n"),
-        )?;
+        let text = serde_json::to_string_pretty(&json).expect("JSON") + "\n";
+        if json_to_stdout {
+            print!("{text}");
+        } else {
+            write_file(path, &text)?;
+        }
     }
     if let Some(path) = &args.junit {
         write_file(path, &junit::render(&outcomes, part.as_ref()))?;
@@ -73,27 +117,35 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     Ok(code)
 }
 
-/// Checks each scenario with progress on stderr and writes its traces to
-/// `reports/traces/` (shared by `check` and `report`).
+/// Checks each scenario with progress on stderr, computes the cause of each violation
+/// and writes the traces to `reports/traces/` (shared by `check` and `report`).
 pub fn check_all(
     scenarios: &[Scenario],
     options: &SearchOptions,
     reports: &Path,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
-    check_with(&Reporter::new(), scenarios, options, reports)
+    check_with(&Reporter::new(), scenarios, options, reports, true)
 }
 
-/// [`check_all`] with a given reporter (which may run random walks instead).
+/// [`check_all`] with a given reporter (which may run random walks instead), the
+/// causes computed only when `causes` is set (a search per ingredient of each scenario
+/// with a violation).
 pub fn check_with(
     reporter: &Reporter,
     scenarios: &[Scenario],
     options: &SearchOptions,
     reports: &Path,
+    causes: bool,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
     let mut outcomes = Vec::with_capacity(scenarios.len());
-    for scenario in scenarios {
+    for (k, scenario) in scenarios.iter().enumerate() {
+        reporter.set_place(k + 1, scenarios.len());
         let searched = reporter.search(scenario, options)?;
         let mut o = outcome(scenario, &searched.model, &searched.result, options);
+        if causes {
+            let without = reporter.cause_searches(scenario, &violated(&o), options);
+            attach_causes(&mut o, &searched.model, &without);
+        }
         write_traces(&mut o, reports)?;
         outcomes.push(o);
     }

@@ -1,6 +1,7 @@
 //! `locklab explain SCENARIO`: the shortest counterexample of each violated property,
 //! narrated step by step, drawn as a text sequence diagram, and closed by the fix.
 
+use locklab_model::cause;
 use locklab_model::scenario::Property;
 use locklab_model::trace::{self, Trace};
 
@@ -15,6 +16,14 @@ pub fn lesson(t: &Trace) -> String {
     let mut out = t.narrate();
     out.push('\n');
     out.push_str(&sequence::text::render(&sequence::build(t)));
+    if let Some(c) = &t.cause {
+        out.push('\n');
+        for line in wrap(&format!("The violation {}.", c.text()), 86) {
+            out.push_str("  ");
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
     if let Some(f) = fix::for_trace(t) {
         out.push('\n');
         out.push_str(&fix_text(t, &f));
@@ -65,8 +74,16 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
         None => None,
     };
     let options = search_options(&args.search);
-    let searched = Reporter::new().search(&scenario, &options)?;
+    let reporter = Reporter::new();
+    let searched = reporter.search(&scenario, &options)?;
     let r = &searched.result;
+    let violated: Vec<Property> = r
+        .counterexamples
+        .iter()
+        .filter(|(p, c)| c.is_some() && only.is_none_or(|o| o == *p))
+        .map(|(p, _)| *p)
+        .collect();
+    let without = reporter.cause_searches(&scenario, &violated, &options);
     let mut shown = 0;
     for (property, counterexample) in &r.counterexamples {
         if only.is_some_and(|p| p != *property) {
@@ -79,7 +96,8 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
                     println!();
                 }
                 shown += 1;
-                let t = trace::build(&searched.model, *property, c);
+                let mut t = trace::build(&searched.model, *property, c);
+                t.cause = Some(cause::of(&searched.model, *property, c, &without));
                 print!("{}", lesson(&t));
                 println!("  (expected: {expected})");
             }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use locklab_model::scenario::Property;
 
 use super::replay::{self, Replay};
-use super::{matrix, Counterexample, Page, Verdict, INTRO, LEGEND};
+use super::{matrix, sentence, Counterexample, Page, Verdict, INTRO, LEGEND};
 use crate::xml::escape;
 
 const STYLE: &str = "
@@ -178,6 +178,13 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
         escape(name),
         p = c.property,
     );
+    if let Some(cause) = &c.cause {
+        let _ = writeln!(
+            out,
+            "<p class=\"cause\"><strong>{}</strong></p>",
+            escape(&sentence(cause))
+        );
+    }
     let _ = writeln!(out, "<div class=\"pair\">\n<div class=\"diagram\">");
     out.push_str(&c.svg);
     let _ = writeln!(out, "</div>");

@@ -7,7 +7,7 @@ use locklab_model::scenario::Property;
 
 use super::html::capitalise;
 use super::replay::{self, Replay};
-use super::{matrix, Counterexample, Page, INTRO, LEGEND};
+use super::{matrix, sentence, Counterexample, Page, INTRO, LEGEND};
 
 /// Text safe inside a table cell.
 fn cell(s: &str) -> String {
@@ -104,6 +104,9 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
          `locklab explain {name} --property {p}`.\n",
         c.steps, c.broke_at, c.breaking_step, c.trace_link
     );
+    if let Some(cause) = &c.cause {
+        let _ = writeln!(out, "**{}**\n", sentence(cause));
+    }
     let _ = writeln!(
         out,
         "![Sequence diagram: {name} violates {p}]({})\n",

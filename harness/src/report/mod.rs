@@ -81,6 +81,8 @@ pub struct Counterexample {
     pub trace_link: String,
     pub replay: Option<replay::Replay>,
     pub fix: Option<Fix>,
+    /// What the violation needs ("needs: a pause of the holder"), once computed.
+    pub cause: Option<String>,
 }
 
 /// A scenario page.
@@ -193,6 +195,7 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
             trace_link: format!("../traces/{name}.{property}.json"),
             replay: replay::load(reports, &name, property)?,
             fix: fix::for_trace(trace),
+            cause: p.cause.as_ref().map(|c| c.text()),
         });
     }
     Ok(Page {
@@ -203,6 +206,11 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
         counterexamples,
         error: o.error(),
     })
+}
+
+/// "needs: a pause of the holder" as a sentence on a page: "The violation needs: ...".
+pub fn sentence(cause: &str) -> String {
+    format!("The violation {cause}.")
 }
 
 /// The matrix rows: one per scenario, grouped by design.

@@ -75,7 +75,12 @@
 //! the horizon).
 //!
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
-//! `owner_only_release`, `no_orphaned_lock`, `resource_safety`.
+//! `owner_only_release`, `no_orphaned_lock`, `resource_safety`; and optionally `cause`,
+//! what each violation the scenario expects needs: a list of `[faults]` keys and
+//! `step_delays`, each one without which the property would hold (`[]`: none of them;
+//! see [`crate::cause`]), for every property expected violated, or a table of such
+//! lists by property (`{ no_orphaned_lock = ["crashes"], owner_only_release =
+//! ["step_delays"] }`) naming each property expected violated.
 //!
 //! `[lock]` (design `custom` only; see `lock.rs`): `acquire` and `release` (required)
 //! and `renew`, each `{ command = [...] }` or `{ script = "...", keys = [...], args =
@@ -113,6 +118,8 @@ use locklab::{DesignId, Fencing, RenewalOnError};
 use serde::{Serialize, Serializer};
 
 pub use error::{KeyErrorKind, ScenarioError};
+
+use crate::cause::Ingredient;
 pub use load::{load_dir, load_paths};
 
 /// The directory scanned when no path is given.
@@ -425,8 +432,9 @@ impl FromStr for Property {
     }
 }
 
-/// `[expect]`: the expected verdict for each property (all four are required).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+/// `[expect]`: the expected verdict for each property (all four are required), and what
+/// their violation needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Expect {
     /// `mutual_exclusion`.
     pub mutual_exclusion: Expectation,
@@ -436,6 +444,37 @@ pub struct Expect {
     pub no_orphaned_lock: Expectation,
     /// `resource_safety`.
     pub resource_safety: Expectation,
+    /// `cause` (optional): what each violation the scenario expects needs, as
+    /// [`crate::cause`] computes it; `None` when the file does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<ExpectedCauses>,
+}
+
+/// `[expect] cause`: per property expected violated, the ingredients its violation
+/// needs (sorted by property, each list in [`Ingredient::ALL`] order). Serializes as
+/// the table form, which reads back as the same value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ExpectedCauses(pub Vec<(Property, Vec<Ingredient>)>);
+
+impl ExpectedCauses {
+    /// The stated cause of `property`'s violation.
+    pub fn of(&self, property: Property) -> Option<&[Ingredient]> {
+        self.0
+            .iter()
+            .find(|(p, _)| *p == property)
+            .map(|(_, c)| c.as_slice())
+    }
+}
+
+impl Serialize for ExpectedCauses {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (p, causes) in &self.0 {
+            map.serialize_entry(p.as_str(), causes)?;
+        }
+        map.end()
+    }
 }
 
 impl Expect {

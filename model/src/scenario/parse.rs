@@ -13,9 +13,9 @@ use super::error::{column_at, line_at};
 use super::lock::LOCK_KEYS;
 use super::read::{Field, Section};
 use super::{
-    Clients, Expect, Faults, KeyErrorKind, Renewal, Scenario, ScenarioError, Timing, Topology,
-    DEFAULT_ATTEMPTS, DEFAULT_TICK_MS, MAX_ATTEMPTS, MAX_CLIENTS, MAX_HORIZON, MAX_MASTERS,
-    MAX_REPLICAS, MAX_SENTINELS,
+    Clients, Expect, Expectation, Faults, KeyErrorKind, Property, Renewal, Scenario, ScenarioError,
+    Timing, Topology, DEFAULT_ATTEMPTS, DEFAULT_TICK_MS, MAX_ATTEMPTS, MAX_CLIENTS, MAX_HORIZON,
+    MAX_MASTERS, MAX_REPLICAS, MAX_SENTINELS,
 };
 
 const TOP_KEYS: &[&str] = &[
@@ -55,11 +55,13 @@ const FAULTS_KEYS: [&str; 8] = [
     "lost_replies",
     "split_brains",
 ];
+/// The keys of `[expect]`: a verdict per property, then what their violation needs.
 pub(super) const EXPECT_KEYS: &[&str] = &[
     "mutual_exclusion",
     "owner_only_release",
     "no_orphaned_lock",
     "resource_safety",
+    "cause",
 ];
 
 pub(super) type Result<T, E = ScenarioError> = std::result::Result<T, E>;
@@ -174,7 +176,7 @@ impl Parser<'_> {
         let clients = self.clients(&clients)?;
         let timing = self.timing(&timing, design)?;
         let faults = self.faults(&faults, &topology)?;
-        let expect = self.expect(&expect)?;
+        let expect = self.expect(&expect, &faults)?;
         let lock = match (design, lock.table) {
             (DesignId::Custom, _) => Some(self.lock(&lock, timing.tick_ms)?),
             (_, None) => None,
@@ -466,12 +468,22 @@ impl Parser<'_> {
     }
 
     /// `[expect]`.
-    fn expect(&self, expect: &Section<'_, '_>) -> Result<Expect> {
-        Ok(Expect {
+    fn expect(&self, expect: &Section<'_, '_>, faults: &Faults) -> Result<Expect> {
+        let verdicts = Expect {
             mutual_exclusion: self.expectation(expect, "mutual_exclusion")?,
             owner_only_release: self.expectation(expect, "owner_only_release")?,
             no_orphaned_lock: self.expectation(expect, "no_orphaned_lock")?,
             resource_safety: self.expectation(expect, "resource_safety")?,
+            cause: None,
+        };
+        let violated: Vec<Property> = verdicts
+            .iter()
+            .filter(|(_, e)| *e == Expectation::Violated)
+            .map(|(p, _)| p)
+            .collect();
+        Ok(Expect {
+            cause: self.cause(expect, faults, &violated)?,
+            ..verdicts
         })
     }
 }

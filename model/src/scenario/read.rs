@@ -7,7 +7,10 @@ use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::parse::{Parser, Result};
-use super::{Arrival, Expectation, KeyErrorKind, Promotion, ScenarioError};
+use super::{
+    Arrival, Expectation, ExpectedCauses, Faults, KeyErrorKind, Promotion, Property, ScenarioError,
+};
+use crate::cause::Ingredient;
 
 type Entry<'i> = Spanned<DeValue<'i>>;
 
@@ -327,6 +330,125 @@ impl Parser<'_> {
             }),
             _ => Err(self.wrong_type(section, key, entry, "a string (\"holds\" or \"violated\")")),
         }
+    }
+}
+
+impl Parser<'_> {
+    /// `expect.cause`, if given: what each violation the scenario expects needs. A list
+    /// (`["pauses"]`) states it for every property expected violated; a table
+    /// (`{ no_orphaned_lock = ["crashes"], owner_only_release = ["step_delays"] }`) per
+    /// property, each of them listed. Each cause is a `[faults]` key whose budget is
+    /// above zero or `step_delays`, at most once.
+    pub(super) fn cause(
+        &self,
+        expect: &Section<'_, '_>,
+        faults: &Faults,
+        violated: &[Property],
+    ) -> Result<Option<ExpectedCauses>> {
+        let Some(entry) = expect.get("cause") else {
+            return Ok(None);
+        };
+        let key = expect.dotted("cause");
+        let line = self.line(&entry.span());
+        let bad = |key: &str, message: String| {
+            self.err(line, key.to_string(), KeyErrorKind::InvalidValue, message)
+        };
+        if violated.is_empty() {
+            return Err(bad(
+                &key,
+                "a cause says what a violation needs, but every property is expected to \
+                 hold; remove cause"
+                    .to_string(),
+            ));
+        }
+        let causes = match entry.get_ref() {
+            DeValue::Array(_) => {
+                let list = self.ingredients(&key, entry, faults, line)?;
+                violated.iter().map(|p| (*p, list.clone())).collect()
+            }
+            DeValue::Table(table) => {
+                let mut causes = Vec::new();
+                for (name, value) in table.iter() {
+                    let dotted = format!("{key}.{}", name.get_ref());
+                    let property: Property = name
+                        .get_ref()
+                        .parse()
+                        .map_err(|e: String| bad(&dotted, e))?;
+                    if !violated.contains(&property) {
+                        return Err(bad(
+                            &dotted,
+                            format!("{property} is expected to hold: it has no cause to state"),
+                        ));
+                    }
+                    causes.push((property, self.ingredients(&dotted, value, faults, line)?));
+                }
+                if let Some(p) = violated
+                    .iter()
+                    .find(|p| !causes.iter().any(|(q, _)| q == *p))
+                {
+                    return Err(bad(
+                        &key,
+                        format!("{p} is expected violated: state its cause too"),
+                    ));
+                }
+                causes.sort();
+                causes
+            }
+            _ => {
+                return Err(self.wrong_type(
+                    expect,
+                    "cause",
+                    entry,
+                    "an array of causes or a table of them per property",
+                ))
+            }
+        };
+        Ok(Some(ExpectedCauses(causes)))
+    }
+
+    /// One list of causes (`key` and `line` for its errors).
+    fn ingredients(
+        &self,
+        key: &str,
+        entry: &Entry<'_>,
+        faults: &Faults,
+        line: usize,
+    ) -> Result<Vec<Ingredient>> {
+        let bad =
+            |kind: KeyErrorKind, message: String| self.err(line, key.to_string(), kind, message);
+        let wrong = || {
+            bad(
+                KeyErrorKind::WrongType,
+                format!(
+                    "expected an array of strings, found {}",
+                    a_type(entry.get_ref())
+                ),
+            )
+        };
+        let DeValue::Array(items) = entry.get_ref() else {
+            return Err(wrong());
+        };
+        let mut list = Vec::new();
+        for item in items {
+            let DeValue::String(name) = item.get_ref() else {
+                return Err(wrong());
+            };
+            let invalid = |message: String| bad(KeyErrorKind::InvalidValue, message);
+            let ingredient: Ingredient = name.parse().map_err(invalid)?;
+            if list.contains(&ingredient) {
+                return Err(invalid(format!("`{name}` is listed twice")));
+            }
+            if let Ingredient::Fault(kind) = ingredient {
+                if kind.budget(faults) == 0 {
+                    return Err(invalid(format!(
+                        "`{name}` cannot be needed: the scenario has faults.{name} = 0"
+                    )));
+                }
+            }
+            list.push(ingredient);
+        }
+        list.sort();
+        Ok(list)
     }
 }
 

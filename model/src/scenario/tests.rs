@@ -147,7 +147,8 @@ fn design_md_example_parses() {
             mutual_exclusion: Violated,
             owner_only_release: Holds,
             no_orphaned_lock: Holds,
-            resource_safety: Violated
+            resource_safety: Violated,
+            cause: None,
         }
     );
     assert_eq!(s.expect.get(Property::MutualExclusion), Violated);
@@ -727,7 +728,7 @@ fn properties_and_expectations() {
     );
     assert_eq!(
         Property::ALL.map(Property::as_str).to_vec(),
-        EXPECT_KEYS.to_vec()
+        EXPECT_KEYS[..Property::ALL.len()].to_vec()
     );
     for p in Property::ALL {
         assert_eq!(p.as_str().parse::<Property>(), Ok(p));
@@ -858,4 +859,72 @@ fn watchdog_and_renewal_rule_forms() {
         let msg = fail(&text, key, 5, KeyErrorKind::InvalidValue);
         assert!(msg.contains("design `redlock`"), "{msg}");
     }
+}
+
+#[test]
+fn expect_cause_names_budgeted_faults_or_step_delays() {
+    use crate::cause::Ingredient;
+    use crate::model::FaultKind;
+    use Property::*;
+    let with = |cause: &str| format!("{EXAMPLE}cause = {cause}\n");
+    let pause = Ingredient::Fault(FaultKind::Pause);
+    let delays = Ingredient::StepDelays;
+    let s = Scenario::parse(&with("[\"step_delays\", \"pauses\"]"), FILE).unwrap();
+    let both = [pause, delays];
+    let stated = s.expect.cause.as_ref().unwrap();
+    assert_eq!(stated.of(MutualExclusion), Some(&both[..]));
+    assert_eq!(stated.of(ResourceSafety), Some(&both[..]));
+    assert_eq!(stated.of(NoOrphanedLock), None);
+    // The table form, one list per property expected violated.
+    let table = with("{ resource_safety = [], mutual_exclusion = [\"pauses\"] }");
+    let s = Scenario::parse(&table, FILE).unwrap();
+    assert_eq!(
+        s.expect.cause,
+        Some(ExpectedCauses(vec![
+            (MutualExclusion, vec![pause]),
+            (ResourceSafety, Vec::new())
+        ]))
+    );
+    // Written back (as a trace embeds its scenario), it reads the same.
+    let mut value = serde_json::to_value(&s).unwrap();
+    value.as_object_mut().unwrap().remove("path");
+    let text = toml::to_string(&value).unwrap();
+    assert_eq!(Scenario::parse(&text, FILE).unwrap().expect, s.expect);
+    assert_eq!(Scenario::parse(EXAMPLE, FILE).unwrap().expect.cause, None);
+    let invalid = KeyErrorKind::InvalidValue;
+    let msg = fail(&with("[\"pause\"]"), "expect.cause", 33, invalid);
+    assert!(
+        msg.contains("`pause` is not a cause; causes: pauses,"),
+        "{msg}"
+    );
+    let msg = fail(
+        &with("[\"pauses\", \"pauses\"]"),
+        "expect.cause",
+        33,
+        invalid,
+    );
+    assert!(msg.contains("listed twice"), "{msg}");
+    let msg = fail(&with("[\"crashes\"]"), "expect.cause", 33, invalid);
+    assert!(msg.contains("faults.crashes = 0"), "{msg}");
+    fail(
+        &with("\"pauses\""),
+        "expect.cause",
+        33,
+        KeyErrorKind::WrongType,
+    );
+    fail(&with("[1]"), "expect.cause", 33, KeyErrorKind::WrongType);
+    let holds = with("[]").replace("= \"violated\"", "= \"holds\"");
+    let msg = fail(&holds, "expect.cause", 33, invalid);
+    assert!(msg.contains("every property is expected to hold"), "{msg}");
+    let one = with("{ mutual_exclusion = [\"pauses\"] }");
+    let msg = fail(&one, "expect.cause", 33, invalid);
+    assert!(
+        msg.contains("resource_safety is expected violated"),
+        "{msg}"
+    );
+    let held = with("{ mutual_exclusion = [], resource_safety = [], no_orphaned_lock = [] }");
+    let msg = fail(&held, "expect.cause.no_orphaned_lock", 33, invalid);
+    assert!(msg.contains("expected to hold"), "{msg}");
+    let typo = with("{ mutual_exclusion = [], resource_safty = [] }");
+    fail(&typo, "expect.cause.resource_safty", 33, invalid);
 }
