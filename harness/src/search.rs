@@ -182,10 +182,11 @@ impl Reporter {
             }
         });
         let line = format!(
-            "{}cause of {}: {} searches without one of {}, {} unique states, {:.2} s",
+            "{}cause of {}: {} search{} without one of {}, {} unique states, {:.2} s",
             self.place(),
             scenario.name,
             without.len(),
+            if without.len() == 1 { "" } else { "es" },
             without
                 .iter()
                 .map(|w| w.ingredient.key())
