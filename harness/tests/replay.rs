@@ -85,12 +85,12 @@ fn lua_release_pause_reproduces_on_real_redis() {
             .any(|v| v == property));
         assert_eq!(r["tick_ms"], 100);
         let timeline = r["timeline"].as_array().unwrap();
-        // The pause outlasts the 400 ms lease in real time.
-        assert!(timeline.last().unwrap()["ms"].as_f64().unwrap() >= 400.0);
+        // The pause outlasts the 500 ms lease in real time.
+        assert!(timeline.last().unwrap()["ms"].as_f64().unwrap() >= 500.0);
         assert!(timeline.iter().any(|e| e["event"]
             .as_str()
             .unwrap()
-            .starts_with("SET lock t1 NX PX 400")));
+            .starts_with("SET lock t1 NX PX 500")));
         assert_no_leftovers(r["cluster"].as_str().unwrap());
     }
     let _ = std::fs::remove_dir_all(&dir);
