@@ -19,7 +19,8 @@ fn workspace() -> PathBuf {
 
 /// Files under `dir` by relative path, leaving out what `report` does not own:
 /// `replays/` (written by `locklab replay`), `bench*` files (the benchmarks),
-/// `chaos.md` and `soak/` (figures and timelines of `locklab soak` runs).
+/// `chaos.md` and `soak/` (figures and timelines of `locklab soak` runs), `libraries.md`
+/// (the lock libraries' soaks, `adapters/libraries_table.py`).
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for entry in fs::read_dir(dir).unwrap() {
@@ -29,7 +30,12 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 .unwrap()
                 .to_string_lossy()
                 .replace('\\', "/");
-            if rel == "replays" || rel.starts_with("bench") || rel == "chaos.md" || rel == "soak" {
+            if rel == "replays"
+                || rel.starts_with("bench")
+                || rel == "chaos.md"
+                || rel == "libraries.md"
+                || rel == "soak"
+            {
                 continue;
             }
             if path.is_dir() {
