@@ -140,6 +140,15 @@ impl LockConfig {
         Millis::try_from(self.ttl).unwrap_or(Millis::MAX)
     }
 
+    /// Whether a holder may acquire again, adding a hold: the `reentrant` design, or a
+    /// custom lock with a re-entry step.
+    pub fn reentrant(&self) -> bool {
+        match &self.custom {
+            Some(lock) => lock.reenter.is_some(),
+            None => self.design == DesignId::Reentrant,
+        }
+    }
+
     /// Whether holds are renewed while held: a design that renews, with its watchdog on.
     /// A custom lock renews when it has a renewal step.
     pub fn renews(&self) -> bool {
@@ -439,6 +448,52 @@ impl Phase {
         }
     }
 
+    /// A denied acquire: idle, or for a failed re-entry back to the outer hold, as a
+    /// reentrant client keeps it (the lock is still ours in Redis as far as we know, and
+    /// the watchdog goes on).
+    pub(crate) fn deny(&mut self, denied: Denied) -> Step {
+        match std::mem::take(self) {
+            Phase::Acquiring {
+                outer: Some(grant), ..
+            } => {
+                *self = Phase::Held(grant);
+                Step::done(Outcome::Denied(denied))
+            }
+            _ => self.idle(Outcome::Denied(denied)),
+        }
+    }
+
+    /// The answer to a release of a lock that counts holds, as Redisson's client does: a
+    /// reply `last` accepts ended the hold; one `partly` accepts took one hold off
+    /// whatever the count in Redis (the last one ends the hold; a key with holds we did
+    /// not know of expires by itself); another reply says the lock is not ours. Without
+    /// an answer the release may or may not have run: one hold is taken off.
+    pub(crate) fn finish_counted_release(
+        &mut self,
+        answer: Answer,
+        last: impl FnOnce(&Reply) -> bool,
+        partly: impl FnOnce(&Reply) -> bool,
+    ) -> Step {
+        let Phase::Releasing { grant, .. } = std::mem::take(self) else {
+            return Step::default();
+        };
+        let left = grant.holds.saturating_sub(1);
+        let outcome = match answer {
+            Ok(reply) if last(&reply) => return self.idle(Outcome::Released { holds_left: 0 }),
+            Ok(reply) if partly(&reply) => Outcome::Released { holds_left: left },
+            Ok(_) => return self.idle(Outcome::NotHeld),
+            Err(NoAnswer) => Outcome::Unavailable { node: 0 },
+        };
+        if left == 0 {
+            return self.idle(outcome);
+        }
+        *self = Phase::Held(Grant {
+            holds: left,
+            ..grant
+        });
+        Step::done(outcome)
+    }
+
     /// The answer to a one-command release whose reply counts deleted keys.
     pub(crate) fn finish_release(&mut self, answer: Answer) -> Step {
         match answer {
@@ -535,7 +590,7 @@ impl LockMachine {
         dispatch!(&self.core, p => p as &dyn Protocol)
     }
 
-    /// Start an acquire (or, for the reentrant design while held, a re-entry). `token`
+    /// Start an acquire (or, for a reentrant lock while held, a re-entry). `token`
     /// must be unique to this attempt (the reentrant design keeps its first one).
     pub fn acquire(&mut self, cfg: &LockConfig, now: Millis, token: &str) -> Step {
         if self.busy() {

@@ -38,25 +38,26 @@ fn set_nx_px() -> LockStep {
 
 /// examples/custom/correct.toml's lock, with or without its renewal.
 fn correct(renews: bool) -> CustomLock {
-    CustomLock {
-        acquire: set_nx_px(),
-        release: LockStep::script(
+    let lock = CustomLock::new(
+        set_nx_px(),
+        LockStep::script(
             "release",
             COMPARE_AND_DELETE,
             ["{key}"],
             ["{token}"],
             Expected::Int(1),
         ),
-        renew: renews.then(|| {
-            LockStep::script(
-                "renew",
-                COMPARE_AND_PEXPIRE,
-                ["{key}"],
-                ["{token}", "{ttl}"],
-                Expected::Int(1),
-            )
-        }),
+    );
+    if !renews {
+        return lock;
     }
+    lock.renewed_by(LockStep::script(
+        "renew",
+        COMPARE_AND_PEXPIRE,
+        ["{key}"],
+        ["{token}", "{ttl}"],
+        Expected::Int(1),
+    ))
 }
 
 fn builder(lock: CustomLock, url: &str, key: &str) -> LockBuilder {
@@ -156,17 +157,16 @@ async fn a_custom_renewal_keeps_the_lease_while_held() {
 #[tokio::test]
 async fn a_release_that_deletes_any_holder_deletes_the_next_holders_lock() {
     // examples/custom/release-deletes-any.toml: the script forgot the compare.
-    let delete_any = CustomLock {
-        acquire: set_nx_px(),
-        release: LockStep::script(
+    let delete_any = CustomLock::new(
+        set_nx_px(),
+        LockStep::script(
             "release",
             "redis.call('del', KEYS[1])\nreturn 1",
             ["{key}"],
             ["{token}"],
             Expected::Int(1),
         ),
-        renew: None,
-    };
+    );
     let redis = Redis::start(1).await;
     let url = redis.url(0);
     let raw = Raw::new(&url).await;
@@ -207,16 +207,23 @@ fn the_builder_refuses_steps_it_cannot_send() {
     assert!(config(LockBuilder::new(DesignId::Custom)).contains("LockBuilder::custom"));
     // A misspelt placeholder, named with its text.
     let mut lock = correct(false);
-    lock.acquire = LockStep::command(
+    lock.acquire = vec![LockStep::command(
         ["SET", "{key}", "{tokn}", "NX", "PX", "{ttl}"],
         Expected::Str("OK".into()),
-    );
+    )];
     let m = config(LockBuilder::custom(lock));
     assert!(m.contains("`{tokn}`") && m.contains("{token}"), "{m}");
     // An empty command.
     let mut lock = correct(false);
     lock.release = LockStep::command(Vec::<String>::new(), Expected::Int(1));
     assert!(config(LockBuilder::custom(lock)).contains("release step is an empty command"));
+    // An acquire of no step, and a partial release without a re-entry.
+    let mut lock = correct(false);
+    lock.acquire.clear();
+    assert!(config(LockBuilder::custom(lock)).contains("the acquire has no step"));
+    let mut lock = correct(false);
+    lock.released_partly = Some(Expected::Int(0));
+    assert!(config(LockBuilder::custom(lock)).contains("released_partly needs a re-entry step"));
     // A renewal interval that lets the lease lapse.
     let m = config(LockBuilder::custom(correct(true)).renew_interval(Duration::from_secs(10)));
     assert!(m.contains("renewal interval"), "{m}");
@@ -230,4 +237,75 @@ fn the_builder_refuses_steps_it_cannot_send() {
     assert_eq!(cfg.design, DesignId::Custom);
     assert_eq!(cfg.renew_every, Some(100));
     assert!(cfg.renews());
+}
+
+/// Redisson's lock scripts as a custom lock with a re-entry step: the same `Lock`
+/// re-enters, the hash counts two holds, the inner release leaves the key, the outer
+/// one deletes it. And an acquire of two steps, `SETNX` then `PEXPIRE`, each its own
+/// round trip: the key has its lease once the acquire returns.
+#[tokio::test]
+async fn a_reentrant_custom_lock_counts_holds_and_a_two_step_acquire_sets_the_lease() {
+    const LOCK: &str = "
+if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return nil
+end
+return redis.call('pttl', KEYS[1])";
+    const UNLOCK: &str = "
+if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then return nil end
+if redis.call('hincrby', KEYS[1], ARGV[2], -1) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 0
+end
+redis.call('del', KEYS[1])
+return 1";
+    let step = |name: &str, text: &str, success: Expected| {
+        LockStep::script(name, text, ["{key}"], ["{ttl}", "{token}"], success)
+    };
+    let lock = CustomLock::new(
+        step("acquire", LOCK, Expected::Nil),
+        step("release", UNLOCK, Expected::Int(1)),
+    )
+    .reentered_by(step("reenter", LOCK, Expected::Nil), Expected::Int(0));
+    let redis = Redis::start(1).await;
+    let url = redis.url(0);
+    let raw = Raw::new(&url).await;
+    let key = common::key("custom-reentrant");
+    let a = build(lock.clone(), &url, &key).await;
+    let b = build(lock, &url, &key).await;
+    let outer = a.try_acquire().await.unwrap().expect("a takes it");
+    let inner = a.try_acquire().await.unwrap().expect("a re-enters");
+    assert_eq!(inner.holds(), 2);
+    assert_eq!(raw.hget(&key, &outer.token()).await, Some(2));
+    assert!(b.try_acquire().await.unwrap().is_none(), "b is denied");
+    a.release(inner).await.expect("the inner unlock answers 0");
+    assert_eq!(raw.hget(&key, &outer.token()).await, Some(1));
+    assert!(b.try_acquire().await.unwrap().is_none(), "still held once");
+    a.release(outer).await.expect("the last unlock answers 1");
+    assert!(!raw.exists(&key).await);
+
+    let two_steps = CustomLock::new(
+        LockStep::command(["SETNX", "{key}", "{token}"], Expected::Int(1)),
+        LockStep::script(
+            "release",
+            COMPARE_AND_DELETE,
+            ["{key}"],
+            ["{token}"],
+            Expected::Int(1),
+        ),
+    )
+    .acquire_then(LockStep::command(
+        ["PEXPIRE", "{key}", "{ttl}"],
+        Expected::Int(1),
+    ));
+    let c = build(two_steps, &url, &key).await;
+    let g = c.try_acquire().await.unwrap().expect("both steps succeed");
+    let pttl = raw.pttl(&key).await;
+    assert!(
+        pttl > 0 && pttl <= i64::try_from(TTL).unwrap(),
+        "pttl {pttl}"
+    );
+    c.release(g).await.unwrap();
+    assert!(!raw.exists(&key).await);
 }

@@ -9,6 +9,8 @@
 //! outlives its lease by step delays) names no remedy. A row with no culprit or no
 //! design is a fallback.
 
+use std::borrow::Cow;
+
 use locklab::{DesignId, Fencing};
 use locklab_model::cause::{Ingredient, Struck};
 use locklab_model::model::{Action, FaultKind};
@@ -103,10 +105,10 @@ impl Culprit {
 }
 
 /// A fix: the remedy in a few words, then why it works.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fix {
-    pub remedy: &'static str,
-    pub why: &'static str,
+    pub remedy: Cow<'static, str>,
+    pub why: Cow<'static, str>,
 }
 
 use Culprit::*;
@@ -117,172 +119,240 @@ use Property::*;
 type Key = (Option<DesignId>, Property, Option<Culprit>, Option<Fencing>);
 
 const ATOMIC_EXPIRY: Fix = Fix {
-    remedy: "take the lock and its expiry in one command: SET key token NX PX ttl \
+    remedy: Cow::Borrowed(
+        "take the lock and its expiry in one command: SET key token NX PX ttl \
              (design lua-release)",
-    why: "With SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
+    ),
+    why: Cow::Borrowed(
+        "With SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
           which the key exists without a time to live; a holder that crashes then leaves \
           it forever. One SET NX PX command sets value and expiry atomically, so a dead \
           holder's lock always expires after ttl.",
+    ),
 };
 
 const ONE_COMMAND_ACQUIRE: Fix = Fix {
-    remedy: "check and take the lock in one command: SET key token NX PX ttl (design \
+    remedy: Cow::Borrowed(
+        "check and take the lock in one command: SET key token NX PX ttl (design \
              lua-release)",
-    why: "EXISTS followed by SET leaves a round trip between the check and the act: \
+    ),
+    why: Cow::Borrowed(
+        "EXISTS followed by SET leaves a round trip between the check and the act: \
           another client can check in between, see no key either, and both set it. NX \
           makes Redis do the check and the set as one step, so exactly one of them gets \
           OK.",
+    ),
 };
 
 const RENEW_OWN_LOCK: Fix = Fix {
-    remedy: "renew with the Lua compare-and-pexpire script (design watchdog): extend the \
+    remedy: Cow::Borrowed(
+        "renew with the Lua compare-and-pexpire script (design watchdog): extend the \
              key only if its value is still my token",
-    why: "A renewal that only checks that some key exists (GET is not null, then \
+    ),
+    why: Cow::Borrowed(
+        "A renewal that only checks that some key exists (GET is not null, then \
           EXPIRE) extends whatever lock is there: a holder whose lease already ran out \
           renews the next holder's lock and believes its own lease extended. The script \
           checks the owner and extends in one atomic step, so a renewal fails once the \
           lock is no longer ours.",
+    ),
 };
 
 const COMPARE_AND_DELETE: Fix = Fix {
-    remedy: "release with the Lua compare-and-delete script (design lua-release): delete \
+    remedy: Cow::Borrowed(
+        "release with the Lua compare-and-delete script (design lua-release): delete \
              the key only if its value is still my token",
-    why: "A plain DEL deletes whatever entry is there, and a GET followed by DEL can see \
+    ),
+    why: Cow::Borrowed(
+        "A plain DEL deletes whatever entry is there, and a GET followed by DEL can see \
           my token and then delete another client's entry if the lock expired and was \
           taken in between. The script runs the check and the delete as one atomic step \
           inside Redis, so a client can only ever remove its own entry.",
+    ),
 };
 
 const FENCE_ALL: Fix = Fix {
-    remedy: "fencing tokens checked on every access (fencing = \"all\")",
-    why: "A lease cannot stop a holder that outlives it, so make the protected resource \
+    remedy: Cow::Borrowed("fencing tokens checked on every access (fencing = \"all\")"),
+    why: Cow::Borrowed(
+        "A lease cannot stop a holder that outlives it, so make the protected resource \
           refuse it: each acquire takes an increasing token from INCR, every read and \
           write carries it, and the store rejects any access older than the newest token \
           it has seen. The stale holder's read-modify-write is rejected instead of \
           applied, so no update is lost.",
+    ),
 };
 
 const LEASE_OUTLIVED: Fix = Fix {
-    remedy: "renew the lease while the critical section runs (design watchdog), or make \
+    remedy: Cow::Borrowed(
+        "renew the lease while the critical section runs (design watchdog), or make \
              the ttl longer than the worst-case critical section, delays included; and \
              fence the resource (fencing = \"all\") for the cases no ttl covers",
-    why: "The holder was still working when its ttl ran out, so Redis let the next client \
+    ),
+    why: Cow::Borrowed(
+        "The holder was still working when its ttl ran out, so Redis let the next client \
           in. A watchdog renews the key every ttl/3 (compare-and-pexpire) for as long as \
           the holder's process runs; a longer ttl only moves the bound. Mutual exclusion \
           by lease holds only while the holder stays within it.",
+    ),
 };
 
 const RENEWAL_MARGIN: Fix = Fix {
-    remedy: "give the renewal room: a ttl longer than the renewal interval (ttl/3) plus \
+    remedy: Cow::Borrowed(
+        "give the renewal room: a ttl longer than the renewal interval (ttl/3) plus \
              the longest a renewal request can take to arrive",
-    why: "The watchdog did renew, but its compare-and-pexpire reached Redis after the key \
+    ),
+    why: Cow::Borrowed(
+        "The watchdog did renew, but its compare-and-pexpire reached Redis after the key \
           had already expired, and by then another client had the lock. Renewal keeps a \
           lease only if each renewal lands before the previous lease ends.",
+    ),
 };
 
 const RENEWAL_STOPPED: Fix = Fix {
-    remedy: "keep renewing after a failed renewal (renewal_on_error = \"retry\"; in \
+    remedy: Cow::Borrowed(
+        "keep renewing after a failed renewal (renewal_on_error = \"retry\"; in \
              Redisson, a watchdog that reschedules itself on error), and fence the \
              resource (fencing = \"all\")",
-    why: "One renewal got no answer and the watchdog stopped, as Redisson's renewExpiration \
+    ),
+    why: Cow::Borrowed(
+        "One renewal got no answer and the watchdog stopped, as Redisson's renewExpiration \
           does: it logs \"Can't update lock ... expiration\" and never runs again. The \
           holder went on working, its lease ran out one ttl after the last renewal that \
           ran, and the next client got in. A watchdog that tries again at the next \
           interval keeps the lease while any renewal gets through.",
+    ),
 };
 
 const EXPLICIT_LEASE: Fix = Fix {
-    remedy: "take the lock without an explicit lease time, so that the watchdog renews it \
+    remedy: Cow::Borrowed(
+        "take the lock without an explicit lease time, so that the watchdog renews it \
              (watchdog = true; in Redisson, lock() rather than lock(leaseTime, unit)), or \
              a lease longer than the worst-case critical section; and fence the resource",
-    why: "With an explicit leaseTime Redisson schedules no renewal: the lease ends after \
+    ),
+    why: Cow::Borrowed(
+        "With an explicit leaseTime Redisson schedules no renewal: the lease ends after \
           leaseTime whatever the holder is doing, and a critical section that runs longer \
           shares the lock with the next client.",
+    ),
 };
 
 const PAUSE_BEYOND_LEASE: Fix = Fix {
-    remedy: "no lock option restores mutual exclusion here; make the resource safe with \
+    remedy: Cow::Borrowed(
+        "no lock option restores mutual exclusion here; make the resource safe with \
              fencing tokens on every access (fencing = \"all\")",
-    why: "A stop-the-world pause longer than the ttl stops the holder between any two \
+    ),
+    why: Cow::Borrowed(
+        "A stop-the-world pause longer than the ttl stops the holder between any two \
           instructions, checks and renewals included: when it resumes it cannot know that \
           its lease ended and another client holds the lock. A watchdog runs inside the \
           same paused process and stops with it. Only the resource can tell the stale \
           holder apart, by its older fencing token.",
+    ),
 };
 
 const FAILOVER_WAIT: Fix = Fix {
-    remedy: "wait for the replica before using the lock: wait_replicas = 1 (WAIT 1 after \
+    remedy: Cow::Borrowed(
+        "wait for the replica before using the lock: wait_replicas = 1 (WAIT 1 after \
              acquiring; fewer acks count as a failed acquire)",
-    why: "Replication is asynchronous: the master acknowledged the lock, died before \
+    ),
+    why: Cow::Borrowed(
+        "Replication is asynchronous: the master acknowledged the lock, died before \
           sending it to its replica, and the promoted replica had no lock to refuse the \
           next client with. With WAIT the acquire succeeds only once the key is on the \
           replica, so the replica that takes over already holds it. (WAIT does not make \
           replication synchronous in general: with several replicas, promote one that \
           acknowledged.)",
+    ),
 };
 
 const SPLIT_BRAIN_WAIT: Fix = Fix {
-    remedy: "acquire only with a replica's acknowledgement: wait_replicas = 1 (in Redis, \
+    remedy: Cow::Borrowed(
+        "acquire only with a replica's acknowledgement: wait_replicas = 1 (in Redis, \
              min-replicas-to-write 1 on the master has the same effect)",
-    why: "A partition left two masters: the old one kept serving the clients on its side \
+    ),
+    why: Cow::Borrowed(
+        "A partition left two masters: the old one kept serving the clients on its side \
           while Sentinel promoted a replica on the other, and each granted the lock. The \
           old master is cut off from every replica, so with WAIT 1 nothing acknowledges a \
           lock taken there and the client on its side gives up; a lock taken before the \
           split is on the replica that is promoted.",
+    ),
 };
 
 const FENCE_SURVIVES_FAILOVER: Fix = Fix {
-    remedy: "take fencing tokens from a counter that never goes back (a store with \
+    remedy: Cow::Borrowed(
+        "take fencing tokens from a counter that never goes back (a store with \
              synchronous, consensus-based replication), or WAIT for the counter's INCR \
              to reach the replica as well",
-    why: "The fencing counter lived on the same asynchronously replicated master as the \
+    ),
+    why: Cow::Borrowed(
+        "The fencing counter lived on the same asynchronously replicated master as the \
           lock: the failover lost the last INCR, the promoted replica handed out the same \
           token again, and the store could not tell the two holders apart. Fencing is only \
           as strong as the monotonicity of its tokens.",
+    ),
 };
 
 const FENCE_READS_TOO: Fix = Fix {
-    remedy: "fence reads as well as writes (fencing = \"all\")",
-    why: "With only writes checked, the stale holder read the stock, the new holder wrote \
+    remedy: Cow::Borrowed("fence reads as well as writes (fencing = \"all\")"),
+    why: Cow::Borrowed(
+        "With only writes checked, the stale holder read the stock, the new holder wrote \
           with a newer token, and the stale holder's write was rejected only if it came \
           after; a read-modify-write needs its read fenced too. A fenced read raises the \
           store's newest token, so the stale holder's later write is rejected and its \
           decision based on an old value never lands.",
+    ),
 };
 
 const SERVER_CLOCK: Fix = Fix {
-    remedy: "let Redis keep the time: SET key token NX PX ttl expires the key on the \
+    remedy: Cow::Borrowed(
+        "let Redis keep the time: SET key token NX PX ttl expires the key on the \
              server's clock (design lua-release)",
-    why: "With GETSET timestamps every client decides by its own clock whether a lock has \
+    ),
+    why: Cow::Borrowed(
+        "With GETSET timestamps every client decides by its own clock whether a lock has \
           expired: a client whose clock runs ahead (or two stealers racing) takes a lock \
           that is still held. With PX the one server clock decides, and no client \
           judges another's lease.",
+    ),
 };
 
 const TOKEN_NOT_TIMESTAMP: Fix = Fix {
-    remedy: "store a unique token per holder instead of a timestamp, and release with the \
+    remedy: Cow::Borrowed(
+        "store a unique token per holder instead of a timestamp, and release with the \
              Lua compare-and-delete (design lua-release)",
-    why: "A timestamp says nothing about who holds the lock: GETSET overwrites the current \
+    ),
+    why: Cow::Borrowed(
+        "A timestamp says nothing about who holds the lock: GETSET overwrites the current \
           entry whoever owns it, and DEL removes it. With a token per acquire and an \
           atomic compare-and-delete, only the owner can change its own entry.",
+    ),
 };
 
 const CLOCK_JUMP: Fix = Fix {
-    remedy: "keep clocks from jumping (slewing time sync, no manual changes) and fence the \
+    remedy: Cow::Borrowed(
+        "keep clocks from jumping (slewing time sync, no manual changes) and fence the \
              resource (fencing = \"all\"), since no lock option can see a jump",
-    why: "A lease is measured on a clock: when the node's clock jumps forward the key \
+    ),
+    why: Cow::Borrowed(
+        "A lease is measured on a clock: when the node's clock jumps forward the key \
           expires early, and when a client's clock jumps it misjudges its own lease. The \
           lock then admits a second holder while the first is still inside; only a check \
           at the resource (an older fencing token) catches the stale one.",
+    ),
 };
 
 const REDLOCK_TIMING: Fix = Fix {
-    remedy: "fencing tokens on every access (fencing = \"all\"); for restarts, persist \
+    remedy: Cow::Borrowed(
+        "fencing tokens on every access (fencing = \"all\"); for restarts, persist \
              the lock keys (appendfsync always) or keep a restarted node out for a ttl",
-    why: "Redlock's safety argument assumes bounded pauses and clocks that neither jump \
+    ),
+    why: Cow::Borrowed(
+        "Redlock's safety argument assumes bounded pauses and clocks that neither jump \
           nor drift beyond its drift allowance, and nodes that keep their keys. A pause, \
           a clock jump or an empty restart breaks that assumption and two clients each \
           see a quorum; only a check at the resource catches the stale one.",
+    ),
 };
 
 /// The table, most specific rows first within each property.
@@ -359,13 +429,18 @@ pub fn fix(design: DesignId, property: Property, culprit: Culprit, fencing: Fenc
                 && c.is_none_or(|c| c == culprit)
                 && f.is_none_or(|f| f == fencing)
         })
-        .map(|(_, fix)| *fix)
+        .map(|(_, fix)| fix.clone())
         .expect("every property has a fallback row")
 }
 
 /// The fix for the property a trace breaks (design, fencing and culprit read from it).
 pub fn for_trace(trace: &Trace) -> Option<Fix> {
     let design: DesignId = trace.scenario.get("design")?.as_str()?.parse().ok()?;
+    if design == Custom {
+        if let Some(fix) = custom::for_trace(trace) {
+            return Some(fix);
+        }
+    }
     let fencing = match trace.scenario.get("fencing").and_then(|f| f.as_str()) {
         Some("all") => Fencing::All,
         Some("writes") => Fencing::Writes,
@@ -379,6 +454,217 @@ pub fn for_trace(trace: &Trace) -> Option<Fix> {
         return Some(EXPLICIT_LEASE);
     }
     Some(fix(design, property, culprit, fencing))
+}
+
+/// A custom lock's fix: the step and command the counterexample blames
+/// ([`locklab_model::blame`]), and what that step must do instead.
+mod custom {
+    use std::borrow::Cow;
+
+    use locklab::design::custom::StepName;
+    use locklab_model::blame::{blame, Blame, Harm};
+    use locklab_model::model::LockModel;
+    use locklab_model::trace::Trace;
+
+    use super::{fix, Culprit, Fix, LEASE_OUTLIVED, RENEWAL_STOPPED};
+
+    fn who(c: usize) -> String {
+        format!("client{}", c + 1)
+    }
+
+    fn whose(victim: Option<usize>) -> String {
+        victim.map_or_else(|| "another client".into(), who)
+    }
+
+    /// Where the blamed request ran, as a sentence's opening.
+    fn at(b: &Blame) -> String {
+        format!(
+            "At step {}, {}'s `{}` step ({}) ran on node{}",
+            b.step,
+            who(b.client),
+            b.name,
+            b.command,
+            b.node + 1
+        )
+    }
+
+    pub(super) fn for_trace(trace: &Trace) -> Option<Fix> {
+        let scenario = trace.scenario().ok()?;
+        let model = LockModel::new(&scenario);
+        let property = trace.property().ok()?;
+        let b = blame(&model, &trace.actions, property)?;
+        let step = b.name;
+        let reentrant = model.cfg.reentrant();
+        let (remedy, why) = match (&b.harm, step) {
+            (&Harm::Displaced { victim, deleted }, _) => {
+                let did = if deleted { "deleted" } else { "rewrote" };
+                let remedy = match step {
+                    StepName::Release => format!(
+                        "make the `{step}` step delete the key only while it holds this \
+                         client's token, compared and deleted in one script \
+                         (if redis.call('get', KEYS[1]) == ARGV[1] then return \
+                         redis.call('del', KEYS[1]) end return 0)"
+                    ),
+                    StepName::Renew => format!(
+                        "make the `{step}` step extend the key only while it holds this \
+                         client's token, compared and extended in one script \
+                         (compare-and-pexpire)"
+                    ),
+                    StepName::Acquire(_) | StepName::Reenter => format!(
+                        "make the `{step}` step write the key only when it is absent (SET \
+                         ... NX) or, for a re-entry, only when it holds this client's token"
+                    ),
+                };
+                let why = format!(
+                    "{} and {did} the entry {} held. A step that acts on the key without \
+                     checking, in the same atomic step, that it still holds this client's \
+                     token acts on whatever entry is there: once its own lease has run out \
+                     (or its request arrives late), that is the next holder's lock.",
+                    at(&b),
+                    whose(victim)
+                );
+                (remedy, why)
+            }
+            (&Harm::GrantedOverLive { holder }, StepName::Reenter) => (
+                "make the `reenter` step add a hold only when the entry's owner is this \
+                 client's token"
+                    .into(),
+                format!(
+                    "{} and granted a re-entry while the entry was {}'s: a re-entry that \
+                     does not check the owner lets a client that no longer holds the lock \
+                     (its lease ran out) believe it still does.",
+                    at(&b),
+                    whose(holder)
+                ),
+            ),
+            (&Harm::GrantedOverLive { holder }, _) => (
+                format!(
+                    "make the `{step}` step take the lock only when the key is absent (SET \
+                     key token NX PX ttl, or check and write in one script)"
+                ),
+                format!(
+                    "{} and granted the lock while {}'s entry was still there: a step that \
+                     does not refuse a held lock in the same atomic step lets two clients \
+                     in.",
+                    at(&b),
+                    whose(holder)
+                ),
+            ),
+            (Harm::GrantedAfterDelete { by: Some(by) }, _) => {
+                let remedy = match (by.name, reentrant) {
+                    (StepName::Release, true) => format!(
+                        "make the `{}` step count holds: take one off (HINCRBY key token -1), \
+                         delete the key only when none is left, and answer `released_partly` \
+                         until then",
+                        by.name
+                    ),
+                    _ => format!(
+                        "make the `{}` step leave the key alone while its holder is still \
+                         inside",
+                        by.name
+                    ),
+                };
+                let (inner, lesson) = if reentrant && by.name == StepName::Release {
+                    (
+                        " (an inner release of a lock it had re-entered)",
+                        " A release that ends the hold whatever the count frees the lock \
+                         under its holder's feet.",
+                    )
+                } else {
+                    ("", "")
+                };
+                let why = format!(
+                    "{} and deleted the key while {} was still inside{inner}. {} and found no \
+                     entry, so a second client got in.{lesson}",
+                    at(by),
+                    who(by.client),
+                    at(&b)
+                );
+                (remedy, why)
+            }
+            (Harm::GrantedAfterDelete { by: None } | Harm::GrantedAfterLoss, _) => {
+                let culprit = Culprit::of(trace);
+                let renews = scenario
+                    .lock
+                    .as_ref()
+                    .is_some_and(|l| l.lock.renew.is_some());
+                let general = match culprit {
+                    Culprit::Timing => lease_outlived(renews),
+                    Culprit::LostReply if renews => RENEWAL_STOPPED,
+                    _ => fix(scenario.design, property, culprit, scenario.fencing),
+                };
+                let why = format!(
+                    "{} and found no entry there: the first holder's had {}. {}",
+                    at(&b),
+                    match culprit {
+                        Culprit::Failover | Culprit::SplitBrain | Culprit::Restart => {
+                            "been lost with its node"
+                        }
+                        _ => "expired while it was still inside",
+                    },
+                    general.why
+                );
+                (general.remedy.into_owned(), why)
+            }
+            (Harm::LeftWithoutExpiry, _) => {
+                let later = match step {
+                    StepName::Acquire(Some(k)) if usize::from(k) < scenario_steps(&model) => {
+                        format!(
+                            "; its expiry was to come from a later step (`acquire[{}]`)",
+                            k + 1
+                        )
+                    }
+                    _ => String::new(),
+                };
+                (
+                    format!(
+                        "make the `{step}` step set the key and its expiry in one command (SET \
+                         key token NX PX ttl) or one script"
+                    ),
+                    format!(
+                        "{} and wrote the entry without an expiry{later}. A client that dies \
+                         before the key gets one leaves it forever, and nobody takes the lock \
+                         again.",
+                        at(&b)
+                    ),
+                )
+            }
+        };
+        Some(Fix {
+            remedy: Cow::Owned(remedy),
+            why: Cow::Owned(why),
+        })
+    }
+
+    /// How many steps the custom lock's acquire has.
+    fn scenario_steps(model: &LockModel) -> usize {
+        model.cfg.custom.as_ref().map_or(1, |l| l.acquire.len())
+    }
+
+    /// A lease outlived by ordinary delays, for a custom lock: renew with a step of its
+    /// own, or renew sooner.
+    fn lease_outlived(renews: bool) -> Fix {
+        if !renews {
+            return Fix {
+                remedy: Cow::Borrowed(
+                    "add a `renew` step that extends the key while held (compare-and-pexpire \
+                     every ttl/3), or a ttl longer than the worst-case critical section, \
+                     delays included; and fence the resource (fencing = \"all\")",
+                ),
+                why: LEASE_OUTLIVED.why.clone(),
+            };
+        }
+        Fix {
+            remedy: Cow::Borrowed(
+                "renew sooner (a smaller `renew.every`) or with a longer ttl, so that each \
+                 renewal lands before the lease it extends ends, delays included",
+            ),
+            why: Cow::Borrowed(
+                "The `renew` step did run, but not in time: the lease it was to extend had \
+                 already run out, and by then another client had the lock.",
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -472,5 +758,64 @@ mod tests {
         assert!(fix(LuaRelease, ResourceSafety, Pause, Fencing::Off)
             .remedy
             .contains("fencing = \"all\""));
+    }
+
+    /// A custom lock's fix names the step and the command the counterexample blames, and
+    /// none of the built-in designs' advice.
+    #[test]
+    fn a_custom_locks_fix_names_the_step_and_command_the_trace_blames() {
+        use locklab_model::model::LockModel;
+        use locklab_model::scenario::Scenario;
+        use locklab_model::search::{search, SearchOptions};
+        let fix_of = |file: &str, property: Property| {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../examples/custom")
+                .join(file);
+            let model = LockModel::new(&Scenario::load(&path).unwrap());
+            let opts = SearchOptions {
+                threads: 1,
+                ..SearchOptions::default()
+            };
+            let r = search(&model, &opts, |_| {});
+            let path = r.counterexample(property).expect("violated");
+            let fix = for_trace(&locklab_model::trace::build(&model, property, path)).unwrap();
+            assert!(!fix.remedy.contains("(design "), "{fix:?}");
+            fix
+        };
+        let f = fix_of("release-deletes-any.toml", OwnerOnlyRelease);
+        assert!(
+            f.remedy
+                .contains("make the `release` step delete the key only"),
+            "{f:?}"
+        );
+        assert!(
+            f.why
+                .contains("'s `release` step (EVALSHA release 1 lock t")
+                && f.why.contains("and deleted the entry client"),
+            "{f:?}"
+        );
+        let f = fix_of("setnx-then-pexpire.toml", NoOrphanedLock);
+        assert!(f
+            .remedy
+            .contains("make the `acquire[1]` step set the key and its expiry"));
+        assert!(
+            f.why.contains("step (SETNX lock t") && f.why.contains("(`acquire[2]`)"),
+            "{f:?}"
+        );
+        let f = fix_of("reentrant-counting-bug.toml", MutualExclusion);
+        assert!(
+            f.remedy.contains("make the `release` step count holds"),
+            "{f:?}"
+        );
+        assert!(
+            f.why
+                .contains("an inner release of a lock it had re-entered")
+                && f.why.contains("'s `acquire` step (EVALSHA acquire"),
+            "{f:?}"
+        );
+        // A lease outlived under a pause: the pause's remedy, and where it showed.
+        let f = fix_of("redis-py-lock-pause.toml", MutualExclusion);
+        assert_eq!(f.remedy, PAUSE_BEYOND_LEASE.remedy);
+        assert!(f.why.contains("step (SET lock t") && f.why.contains("found no entry"));
     }
 }

@@ -11,7 +11,7 @@
 //! Neither side restates any of this: a new phase, op or outcome is added here, and the
 //! exhaustive matches below make both sides handle it.
 
-use locklab::{Command, DesignId, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
+use locklab::{Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
 
 /// One operation of the critical-section program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -123,13 +123,13 @@ pub struct Program {
 }
 
 impl Program {
-    /// The program every client of `design` runs once it holds the lock. A re-entrant
-    /// holder re-enters at once and drops the inner hold before its work, so a wrong
-    /// hold count shows up as a second client inside the critical section. A denied
+    /// The program every client of a lock runs once it holds it. The holder of a
+    /// reentrant lock (design `reentrant`, a custom lock with a re-entry step) re-enters
+    /// at once and drops the inner hold before its work, so a wrong hold count shows up as a second client inside the critical section. A denied
     /// re-entry skips the inner release (`if lock.tryLock() { ... unlock() }`) and the
     /// holder goes on with its work under the outer hold.
-    pub fn of(design: DesignId) -> Self {
-        let ops = if design == DesignId::Reentrant {
+    pub fn of(cfg: &LockConfig) -> Self {
+        let ops = if cfg.reentrant() {
             vec![Op::Reenter, Op::Release, Op::Read, Op::Write, Op::Release]
         } else {
             vec![Op::Read, Op::Write, Op::Release]
@@ -358,10 +358,11 @@ impl Program {
 mod tests {
     use super::*;
     use locklab::Denied;
+    use locklab::DesignId;
 
     #[test]
     fn a_denied_reentry_skips_the_inner_release() {
-        let p = Program::of(DesignId::Reentrant);
+        let p = Program::of(&LockConfig::new(DesignId::Reentrant, "lock", 5));
         let waiting = Phase::Waiting {
             pc: 0,
             read: None,
@@ -389,7 +390,7 @@ mod tests {
 
     #[test]
     fn a_rejected_read_skips_to_the_last_release() {
-        let p = Program::of(DesignId::Reentrant);
+        let p = Program::of(&LockConfig::new(DesignId::Reentrant, "lock", 5));
         let mut phase = Phase::Critical {
             pc: 2,
             read: None,
@@ -409,7 +410,7 @@ mod tests {
 
     #[test]
     fn the_last_release_answered_finishes_the_program() {
-        let p = Program::of(DesignId::LuaRelease);
+        let p = Program::of(&LockConfig::new(DesignId::LuaRelease, "lock", 5));
         let (mut phase, mut fence) = (
             Phase::Waiting {
                 pc: 2,

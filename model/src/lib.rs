@@ -11,6 +11,7 @@
 //! command name ([`call`]); runs of locklab's own scripts are remembered per thread
 //! (`script_memo`).
 
+pub mod blame;
 pub mod call;
 pub mod cause;
 pub mod client;

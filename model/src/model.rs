@@ -407,8 +407,8 @@ impl LockModel {
     pub fn with_config(scenario: &Scenario, cfg: LockConfig) -> Self {
         LockModel {
             scenario: scenario.clone(),
+            program: Program::of(&cfg),
             cfg,
-            program: Program::of(scenario.design),
             fault: Arc::default(),
         }
     }

@@ -7,14 +7,14 @@
 
 use std::fmt;
 
-use locklab::design::custom::{Action, CustomLock, LockStep};
+use locklab::design::custom::{Action, CustomLock, LockStep, StepName};
 use locklab::{Command, LockConfig, Reply, Script};
 
 /// What went wrong, and where.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct RunFault {
-    /// The step: `acquire`, `release` or `renew`.
-    pub step: &'static str,
+    /// The step: `acquire` (`acquire[k]` of several), `release`, `renew` or `reenter`.
+    pub step: StepName,
     /// The script line it failed at, when a script failed.
     pub line: Option<usize>,
     /// What happened (the reply or error, or what the model does not implement).
@@ -41,30 +41,14 @@ impl fmt::Display for RunFault {
     }
 }
 
-/// The success key of each step.
-const STEPS: [(&str, &str); 3] = [
-    ("acquire", "granted"),
-    ("release", "released"),
-    ("renew", "renewed"),
-];
-
-/// The step that sent `command`, with its name and success key: a script by its name,
-/// a command by its words (any token).
-fn step_of<'a>(
+/// The step that sent `command`, with its name: a script by its name, a command by its
+/// words (any token).
+pub(crate) fn step_of<'a>(
     lock: &'a CustomLock,
     cfg: &LockConfig,
     command: &Command,
-) -> Option<(&'static str, &'static str, &'a LockStep)> {
-    let steps = [
-        Some(&lock.acquire),
-        Some(&lock.release),
-        lock.renew.as_ref(),
-    ];
-    let found = steps
-        .into_iter()
-        .zip(STEPS)
-        .find(|(step, _)| step.is_some_and(|s| sent(s, cfg, command)))?;
-    Some((found.1 .0, found.1 .1, found.0?))
+) -> Option<(StepName, &'a LockStep)> {
+    lock.steps().find(|(_, step)| sent(step, cfg, command))
 }
 
 /// Whether `step` sends `command` for some token.
@@ -102,7 +86,8 @@ pub fn judge(
         return None;
     }
     let lock = cfg.custom.as_ref()?;
-    let (step, key, lock_step) = step_of(lock, cfg, command)?;
+    let (step, lock_step) = step_of(lock, cfg, command)?;
+    let key = step.success_key();
     if let Some(what) = unmodelled {
         return Some(RunFault {
             step,

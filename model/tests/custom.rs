@@ -6,6 +6,7 @@
 //! its replies go through the custom machine's success replies: agreement on whole
 //! searches compares the two paths on every reachable input.
 
+use locklab::design::custom::StepName;
 use locklab::Script;
 use locklab_model::model::LockModel;
 use locklab_model::scenario::{Property, Scenario};
@@ -28,11 +29,17 @@ fn lock_table(renew: bool) -> String {
 }
 
 fn scenario(design: &str, body: &str) -> Scenario {
+    parsed(design, body).unwrap_or_else(|e| panic!("{e}\n{body}"))
+}
+
+/// Scenario text of `design` with `body` (root keys first, then tables) and every
+/// property expected to hold, parsed.
+fn parsed(design: &str, body: &str) -> Result<Scenario, String> {
     let text = format!(
         "name = \"s\"\ndesign = \"{design}\"\n{body}\n[expect]\nmutual_exclusion = \"holds\"\n\
          owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\nresource_safety = \"holds\"\n"
     );
-    Scenario::parse(&text, "s.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+    Scenario::parse(&text, "s.toml").map_err(|e| e.to_string())
 }
 
 /// Without symmetry reduction: which of two symmetric states stands for both depends
@@ -165,14 +172,7 @@ fn violated(r: &SearchResult) -> Vec<(Property, bool)> {
 #[test]
 fn the_examples_of_redis_environment_and_units_give_their_expected_verdicts() {
     for file in ["release-logged.toml", "px-literal.toml", "set-nx-ex.toml"] {
-        let sc = example(file);
-        let (r, model) = checked(&sc);
-        assert_eq!(model.run_fault(), None, "{file}");
-        assert!(r.purchased, "{file}");
-        for (p, broke) in violated(&r) {
-            let expected = sc.expect.get(p) == locklab_model::scenario::Expectation::Violated;
-            assert_eq!(broke, expected, "{file}: {p}");
-        }
+        expect_verdicts(file);
     }
     // A literal PX 300 at 100 ms ticks is the {ttl} of ttl = 3: the same search.
     let literal = checked(&example("px-literal.toml")).0;
@@ -201,7 +201,7 @@ fn a_global_written_by_a_script_faults_the_scenario_as_redis_refuses_it() {
     let sc = example("refused/global-owner.toml");
     let (_, model) = checked(&sc);
     let fault = model.run_fault().expect("a fault");
-    assert_eq!((fault.step, fault.line), ("acquire", Some(1)));
+    assert_eq!((fault.step, fault.line), (StepName::Acquire(None), Some(1)));
     let text = fault.to_string();
     assert!(
         text.contains("Attempt to modify a readonly table"),
@@ -217,7 +217,7 @@ fn a_script_error_or_an_unexpected_reply_faults_the_scenario_naming_the_step() {
     let fault = fault_of(&format!(
         "acquire = {{ script = \"local n = redis.call('get', 'count')\\nreturn n + 1\", granted = 1 }}\n{release}"
     ));
-    assert_eq!((fault.step, fault.line), ("acquire", Some(2)));
+    assert_eq!((fault.step, fault.line), (StepName::Acquire(None), Some(2)));
     assert!(
         fault.what.contains("attempt to perform arithmetic"),
         "{fault}"
@@ -227,13 +227,13 @@ fn a_script_error_or_an_unexpected_reply_faults_the_scenario_naming_the_step() {
     let fault = fault_of(&format!(
         "acquire = {{ script = \"return redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])\", keys = [\"{{key}}\"], args = [\"{{token}}\", \"{{ttl}}\"], granted = 1 }}\n{release}"
     ));
-    assert_eq!(fault.step, "acquire");
+    assert_eq!(fault.step, StepName::Acquire(None));
     assert!(fault.what.contains("status reply OK"), "{fault}");
     // A command named at run time that the model does not implement.
     let fault = fault_of(&format!(
         "{ACQUIRE}\nrelease = {{ script = \"local cmd = 'flush' .. 'all'\\nlocal r = redis.call(cmd)\\nreturn 1\", released = 1 }}"
     ));
-    assert_eq!((fault.step, fault.line), ("release", Some(2)));
+    assert_eq!((fault.step, fault.line), (StepName::Release, Some(2)));
     assert!(fault.what.contains("`flushall`"), "{fault}");
     // A literal time between two ticks, known only at run time.
     let fault = fault_of(&format!(
@@ -317,4 +317,146 @@ fn a_script_file_is_read_beside_the_scenario_and_checked_as_an_inline_script() {
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `[lock]` with the reentrant design's scripts: re-entry by the acquire script, hold
+/// counting by the unlock's 0 and 1, and its renewal.
+fn reentrant_table() -> String {
+    let step = |script: Script, success: &str| {
+        format!(
+            "{{ script = {:?}, keys = [\"{{key}}\"], args = [\"{{ttl}}\", \"{{token}}\"], {success} }}",
+            script.lua()
+        )
+    };
+    format!(
+        "renewal_on_error = \"retry\"\n[lock]\nacquire = {}\nreenter = \"acquire\"\nrelease = {}\nrenew = {}\n",
+        step(Script::ReentrantLock, "granted = \"nil\""),
+        step(Script::ReentrantUnlock, "released = 1, released_partly = 0"),
+        step(Script::ReentrantRenew, "renewed = 1"),
+    )
+}
+
+/// A custom lock with a re-entry step and hold counting runs what the reentrant design
+/// runs: the same states, verdicts and shortest counterexamples, including the renewal
+/// rule (`renewal_on_error`) after a renewal whose reply was lost.
+#[test]
+fn a_custom_lock_with_reentrant_texts_explores_what_reentrant_explores() {
+    for body in [
+        // Re-entered and released once mid-section: the count keeps it locked.
+        "[clients]\ncount = 2\n[timing]\nttl = 5\nwork = 1\nmax_step_delay = 1\nhorizon = 10\n",
+        // A renewal's reply lost: retried, the lease is kept.
+        "[clients]\ncount = 2\n[timing]\nttl = 3\nwork = 3\nmax_step_delay = 1\nhorizon = 8\n[faults]\nlost_replies = 1\n",
+    ] {
+        let head = "renewal_on_error = \"retry\"\n";
+        let builtin = check(&scenario("reentrant", &format!("{head}{body}")));
+        let custom = check(&scenario("custom", &format!("{}{body}", reentrant_table())));
+        assert_eq!(summary(&custom), summary(&builtin), "{body}");
+        assert!(custom.purchased, "{body}");
+    }
+}
+
+/// `renewal_on_error` is read for a custom lock that renews, and changes what a lost
+/// renewal reply does; a custom lock without a renew step refuses it.
+#[test]
+fn renewal_on_error_applies_to_a_custom_renewal() {
+    // watchdog-lost-renewal's numbers: renewed every 2 ticks, a lease of 6 outlasts a lost
+    // renewal only if the next one runs.
+    let body = "[clients]\ncount = 2\n[timing]\nttl = 6\nwork = 7\nmax_step_delay = 1\nhorizon = 15\n[faults]\nlost_replies = 1\n";
+    let verdicts = |rule: &str| {
+        let head = format!("renewal_on_error = \"{rule}\"\n");
+        let custom = scenario("custom", &format!("{head}{}{body}", lock_table(true)));
+        let custom = summary(&check(&custom));
+        let builtin = summary(&check(&scenario("watchdog", &format!("{head}{body}"))));
+        assert_eq!(custom, builtin, "{rule}");
+        custom.2
+    };
+    assert_ne!(verdicts("stop"), verdicts("retry"));
+    let without_renew = format!("renewal_on_error = \"retry\"\n{}{body}", lock_table(false));
+    let e = parsed("custom", &without_renew).unwrap_err();
+    assert!(e.contains("a custom lock without a renew step"), "{e}");
+}
+
+/// A `[lock]` of its new keys that cannot mean anything is refused, naming the key.
+#[test]
+fn reentry_and_multi_step_acquire_are_checked_at_load() {
+    let release = "release = { command = [\"DEL\", \"{key}\"], released = 1, released_partly = 0 }";
+    for (lock, key, why) in [
+        (format!("{ACQUIRE}\n{release}"), "lock.release.released_partly", "needs a re-entry step"),
+        (
+            format!("{ACQUIRE}\nreenter = \"again\"\n{release}"),
+            "lock.reenter",
+            "is not a step",
+        ),
+        (
+            format!("acquire = []\n{release}"),
+            "lock.acquire",
+            "no step",
+        ),
+        (
+            "acquire = [{ command = [\"SETNX\", \"{key}\", \"{token}\"], granted = 1 }, { command = [\"PEXPIRE\", \"{key}\", \"{ttl}\"] }]\nrelease = { command = [\"DEL\", \"{key}\"], released = 1 }".to_string(),
+            "lock.acquire.granted",
+            "required key is missing",
+        ),
+        (
+            format!("acquire = [{{ command = [\"SETNX\", \"{{key}}\", \"{{token}}\"], granted = 1 }}, {{ command = [\"PEXPIRE\", \"{{key}}\", \"{{ttl}}\"], granted = 1 }}]\nreenter = \"acquire\"\n{release}"),
+            "lock.reenter",
+            "an acquire of one step",
+        ),
+        (
+            format!("{ACQUIRE}\nreenter = \"acquire\"\nrelease = {{ command = [\"DEL\", \"{{key}}\"], released = 1, released_partly = 1 }}"),
+            "lock.release.released_partly",
+            "are both 1",
+        ),
+    ] {
+        let e = parsed("custom", &format!("[lock]\n{lock}\n{}", BODIES[0])).unwrap_err();
+        assert!(e.contains(&format!("key `{key}`")) && e.contains(why), "{lock}\n{e}");
+    }
+}
+
+/// The examples of a multi-step acquire, of re-entry with hold counting, and of widely
+/// used libraries' locks give their files' verdicts, and no step of them faults.
+#[test]
+fn the_examples_of_steps_reentry_and_libraries_give_their_expected_verdicts() {
+    for file in [
+        "setnx-then-pexpire.toml",
+        "reentrant-counting-bug.toml",
+        "redis-py-lock-pause.toml",
+        "redis-py-lock-failover.toml",
+    ] {
+        expect_verdicts(file);
+    }
+}
+
+/// Redisson's RLock under a pause and a failover (seconds each: a second tier).
+#[test]
+#[ignore = "second tier (tens of seconds): Redisson's RLock examples searched in full"]
+fn the_redisson_examples_give_their_expected_verdicts() {
+    for file in ["redisson-rlock-pause.toml", "redisson-rlock-failover.toml"] {
+        expect_verdicts(file);
+    }
+}
+
+fn expect_verdicts(file: &str) {
+    let sc = example(file);
+    let (r, model) = checked(&sc);
+    assert_eq!(model.run_fault(), None, "{file}");
+    assert!(r.purchased, "{file}");
+    for (p, broke) in violated(&r) {
+        let expected = sc.expect.get(p) == locklab_model::scenario::Expectation::Violated;
+        assert_eq!(broke, expected, "{file}: {p}");
+    }
+}
+
+/// A scenario with a multi-step acquire and a re-entry step reads back from its trace
+/// JSON as the same scenario.
+#[test]
+fn a_lock_of_several_steps_and_a_reentry_reads_back_from_its_json() {
+    for file in ["setnx-then-pexpire.toml", "reentrant-counting-bug.toml"] {
+        let sc = example(file);
+        let mut json = serde_json::to_value(&sc).unwrap();
+        json.as_object_mut().unwrap().remove("path");
+        let text = toml::to_string(&json).unwrap();
+        let back = Scenario::parse(&text, sc.path.clone()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back.lock, sc.lock, "{file}");
+    }
 }

@@ -427,7 +427,7 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
             ),
             Unknown,
             "scenarios/golden.toml:5: key `lock.relase`: unknown key; valid keys in [lock]: \
-             acquire, release, renew",
+             acquire, release, renew, reenter",
         ),
         // Both a command and a script.
         (

@@ -8,9 +8,7 @@
 //! jittered retries instead, so the script leaves the `PUBLISH` out.)
 
 use crate::command::{Command, Reply};
-use crate::machine::{
-    Answer, Denied, Grant, LockConfig, Millis, NoAnswer, Outcome, Phase, Protocol, Step,
-};
+use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, NoAnswer, Phase, Protocol, Step};
 use crate::script::Script;
 
 /// Redisson's reentrant hash lock.
@@ -74,41 +72,16 @@ impl Protocol for Reentrant {
                     },
                     Err(NoAnswer) => Denied::Unavailable { node: 0 },
                 };
-                // A failed re-entry keeps the outer hold, as Redisson does: the lock is
-                // still ours in Redis as far as we know, and the watchdog goes on.
-                match outer.clone() {
-                    Some(grant) => {
-                        self.phase = Phase::Held(grant);
-                        Step::done(Outcome::Denied(denied))
-                    }
-                    None => self.phase.idle(Outcome::Denied(denied)),
-                }
+                self.phase.deny(denied)
             }
-            Phase::Releasing { grant, .. } => {
-                // Redisson counts holds locally too and renews while that count is
-                // positive: an inner unlock takes one off whatever Redis answered, the
-                // last one ends the hold (a key with holds we did not know of then
-                // expires by itself).
-                let left = grant.holds.saturating_sub(1);
-                let keep = Grant {
-                    holds: left,
-                    ..grant.clone()
-                };
-                let outcome = match answer {
-                    Ok(Reply::Int(0)) => Outcome::Released { holds_left: left },
-                    Ok(Reply::Int(1)) => {
-                        return self.phase.idle(Outcome::Released { holds_left: 0 })
-                    }
-                    Ok(_) => return self.phase.idle(Outcome::NotHeld),
-                    // No answer: the unlock may or may not have run.
-                    Err(NoAnswer) => Outcome::Unavailable { node: 0 },
-                };
-                if left == 0 {
-                    return self.phase.idle(outcome);
-                }
-                self.phase = Phase::Held(keep);
-                Step::done(outcome)
-            }
+            // Redisson counts holds locally too and renews while that count is positive:
+            // an inner unlock (0) takes one off whatever Redis answered, the last one (1)
+            // ends the hold.
+            Phase::Releasing { .. } => self.phase.finish_counted_release(
+                answer,
+                |reply| *reply == Reply::Int(1),
+                |reply| *reply == Reply::Int(0),
+            ),
             Phase::Renewing { .. } => self.phase.finish_renew(cfg, answer),
             _ => Step::default(),
         }

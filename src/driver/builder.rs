@@ -150,14 +150,13 @@ impl LockBuilder {
     ///
     /// const RELEASE: &str = "if redis.call('get', KEYS[1]) == ARGV[1] then \
     ///     return redis.call('del', KEYS[1]) end return 0";
-    /// let lock = CustomLock {
-    ///     acquire: LockStep::command(
+    /// let lock = CustomLock::new(
+    ///     LockStep::command(
     ///         ["SET", "{key}", "{token}", "NX", "PX", "{ttl}"],
     ///         Expected::Str("OK".into()),
     ///     ),
-    ///     release: LockStep::script("release", RELEASE, ["{key}"], ["{token}"], Expected::Int(1)),
-    ///     renew: None,
-    /// };
+    ///     LockStep::script("release", RELEASE, ["{key}"], ["{token}"], Expected::Int(1)),
+    /// );
     /// let builder = LockBuilder::custom(lock).key("orders").node("redis://127.0.0.1:6379");
     /// assert!(builder.config().is_ok());
     /// ```

@@ -173,7 +173,7 @@ pub enum LockError {
         attempts: u32,
     },
 
-    /// This handle already holds the lock and the design is not reentrant.
+    /// This handle already holds the lock and the lock is not reentrant.
     #[error("lock `{key}` is already held through this handle and `{design}` is not reentrant")]
     AlreadyHeld {
         /// The lock key.

@@ -276,7 +276,7 @@ impl Shared {
         let mut machine = self.machine.lock().await;
         self.recover_from_cancel(&mut machine);
         let current = self.current().filter(|s| s.is_live());
-        if current.is_some() && self.cfg.design != DesignId::Reentrant {
+        if current.is_some() && !self.cfg.reentrant() {
             return Err(LockError::AlreadyHeld {
                 key: self.cfg.key.clone(),
                 design: self.cfg.design,

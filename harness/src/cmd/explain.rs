@@ -40,7 +40,7 @@ pub fn fix_text(t: &Trace, f: &Fix) -> String {
         out.push_str(&line);
         out.push('\n');
     }
-    for line in wrap(f.why, 84) {
+    for line in wrap(&f.why, 84) {
         out.push_str("    ");
         out.push_str(&line);
         out.push('\n');

@@ -196,8 +196,8 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
         let _ = writeln!(
             out,
             "<div class=\"fix\"><strong>The fix:</strong> {}.<br>{}</div>",
-            escape(f.remedy),
-            escape(f.why)
+            escape(&f.remedy),
+            escape(&f.why)
         );
     }
 }

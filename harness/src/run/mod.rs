@@ -1208,7 +1208,7 @@ mod tests {
         let scenario = Scenario::load(&path).expect("the example loads");
         let acquire = |cfg: &LockConfig| {
             let lock = cfg.custom.as_ref().expect("a custom lock");
-            format!("{:?}", lock.acquire.request(cfg, "t1"))
+            format!("{:?}", lock.acquire[0].request(cfg, "t1"))
         };
         // ttl = 3 ticks of 100 ms: PX 300 for both.
         let real = acquire(&lock_config(&scenario, 100));

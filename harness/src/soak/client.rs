@@ -323,8 +323,10 @@ async fn client_loop(
         };
         let fence = guard.fencing_token();
         rec.push(Event::Acquired { client: c, fence });
-        // The reentrant design re-enters first (one more hold of the same lock).
-        let inner = if spec.design == DesignId::Reentrant {
+        // A reentrant lock re-enters first (one more hold of the same lock).
+        let reentrant = spec.design == DesignId::Reentrant
+            || spec.custom.as_ref().is_some_and(|l| l.reenter.is_some());
+        let inner = if reentrant {
             attempt += 1;
             lock.try_acquire().await.ok().flatten()
         } else {

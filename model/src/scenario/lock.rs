@@ -15,11 +15,13 @@ use locklab::CustomScript;
 use toml::de::DeValue;
 
 use super::parse::{Parser, Result};
-use super::read::{Field, Section};
+use super::read::{Entry, Field, Section};
 use super::{KeyErrorKind, ScenarioError, ScenarioLock};
 use crate::{call, lua};
 
-pub(super) const LOCK_KEYS: &[&str] = &["acquire", "release", "renew"];
+pub(super) const LOCK_KEYS: &[&str] = &["acquire", "release", "renew", "reenter"];
+/// The most steps an acquire may have.
+const MAX_ACQUIRE_STEPS: usize = 8;
 const ACQUIRE_KEYS: &[&str] = &[
     "command",
     "script",
@@ -35,6 +37,15 @@ const RELEASE_KEYS: &[&str] = &[
     "keys",
     "args",
     "released",
+    "released_partly",
+];
+const REENTER_KEYS: &[&str] = &[
+    "command",
+    "script",
+    "script_file",
+    "keys",
+    "args",
+    "reentered",
 ];
 const RENEW_KEYS: &[&str] = &[
     "command",
@@ -58,10 +69,13 @@ impl Parser<'_> {
             ));
         }
         self.check_unknown(lock)?;
-        let acquire_section = self.step_section(lock, "acquire", "lock.acquire", ACQUIRE_KEYS)?;
+        let acquire = self.acquire_steps(lock, tick_ms)?;
         let release_section = self.step_section(lock, "release", "lock.release", RELEASE_KEYS)?;
-        let acquire = self.step(lock, &acquire_section, "acquire", "granted", tick_ms)?;
         let release = self.step(lock, &release_section, "release", "released", tick_ms)?;
+        let released_partly = match release_section.get("released_partly") {
+            None => None,
+            Some(_) => Some(self.success(&release_section, "released_partly")?),
+        };
         let (renew, every) = match lock.get("renew") {
             None => (None, None),
             Some(_) => {
@@ -74,14 +88,126 @@ impl Parser<'_> {
                 (Some(renew), every.map(|f| f.value))
             }
         };
+        let reenter = self.reenter(lock, &acquire, tick_ms)?;
+        let refuse = |key: &str, message: String| {
+            let line = release_section
+                .get(key)
+                .map_or(release_section.line, |e| self.line(&e.span()));
+            Err(self.err(
+                line,
+                release_section.dotted(key),
+                KeyErrorKind::InvalidValue,
+                message,
+            ))
+        };
+        if released_partly.is_some() && reenter.is_none() {
+            return refuse(
+                "released_partly",
+                "released_partly needs a re-entry step (`reenter`): without one a hold is \
+                 never one of several"
+                    .into(),
+            );
+        }
+        if released_partly.as_ref() == Some(&release.success) {
+            return refuse(
+                "released_partly",
+                format!(
+                    "released_partly and released are both {}: the reply must tell a partial \
+                     release from the last one",
+                    release.success
+                ),
+            );
+        }
         Ok(ScenarioLock {
             lock: CustomLock {
                 acquire,
                 release,
+                released_partly,
                 renew,
+                reenter,
             },
             every,
         })
+    }
+
+    /// `acquire`: one step (a table), or several sent one after another (an array of
+    /// tables), each its own round trip.
+    fn acquire_steps(&self, lock: &Section<'_, '_>, tick_ms: u64) -> Result<Vec<LockStep>> {
+        let Some(entry) = lock.get("acquire") else {
+            return Err(self.missing(lock, "acquire", ""));
+        };
+        let DeValue::Array(items) = entry.get_ref() else {
+            let section = self.step_section(lock, "acquire", "lock.acquire", ACQUIRE_KEYS)?;
+            return Ok(vec![
+                self.step(lock, &section, "acquire", "granted", tick_ms)?
+            ]);
+        };
+        let bad = |message: &str| {
+            Err(self.err(
+                self.line(&entry.span()),
+                lock.dotted("acquire"),
+                KeyErrorKind::InvalidValue,
+                message.to_string(),
+            ))
+        };
+        if items.is_empty() {
+            return bad("an acquire of no step; write at least one");
+        }
+        if items.len() > MAX_ACQUIRE_STEPS {
+            return bad("an acquire of more than 8 steps");
+        }
+        let mut steps = Vec::new();
+        for (i, item) in items.iter().enumerate() {
+            let section = self.step_table(lock, "acquire", item, "lock.acquire", ACQUIRE_KEYS)?;
+            let name = format!("acquire[{}]", i + 1);
+            steps.push(self.step(lock, &section, &name, "granted", tick_ms)?);
+        }
+        Ok(steps)
+    }
+
+    /// `reenter`: a step (`reentered` its success reply), or `"acquire"` for the acquire's
+    /// step sent again with the held token.
+    fn reenter(
+        &self,
+        lock: &Section<'_, '_>,
+        acquire: &[LockStep],
+        tick_ms: u64,
+    ) -> Result<Option<LockStep>> {
+        let Some(entry) = lock.get("reenter") else {
+            return Ok(None);
+        };
+        if let DeValue::String(word) = entry.get_ref() {
+            let bad = |message: String| {
+                Err(self.err(
+                    self.line(&entry.span()),
+                    lock.dotted("reenter"),
+                    KeyErrorKind::InvalidValue,
+                    message,
+                ))
+            };
+            if word != "acquire" {
+                return bad(format!(
+                    "`{word}` is not a step; write \"acquire\" (the acquire's step again) or a \
+                     step table"
+                ));
+            }
+            let [step] = acquire else {
+                return bad("reenter = \"acquire\" needs an acquire of one step".into());
+            };
+            let mut step = step.clone();
+            if let Action::Script { script, .. } = &mut step.action {
+                script.name = Arc::from("reenter");
+            }
+            return Ok(Some(step));
+        }
+        let section = self.step_section(lock, "reenter", "lock.reenter", REENTER_KEYS)?;
+        Ok(Some(self.step(
+            lock,
+            &section,
+            "reenter",
+            "reentered",
+            tick_ms,
+        )?))
     }
 
     fn step_section<'a, 'i>(
@@ -94,6 +220,18 @@ impl Parser<'_> {
         let Some(entry) = lock.get(key) else {
             return Err(self.missing(lock, key, ""));
         };
+        self.step_table(lock, key, entry, name, valid)
+    }
+
+    /// A step's table, its keys checked.
+    fn step_table<'a, 'i>(
+        &self,
+        lock: &Section<'a, 'i>,
+        key: &str,
+        entry: &'a Entry<'i>,
+        name: &'static str,
+        valid: &'static [&'static str],
+    ) -> Result<Section<'a, 'i>> {
         let DeValue::Table(table) = entry.get_ref() else {
             return Err(self.wrong_type(
                 lock,

@@ -82,11 +82,14 @@
 //! lists by property (`{ no_orphaned_lock = ["crashes"], owner_only_release =
 //! ["step_delays"] }`) naming each property expected violated.
 //!
-//! `[lock]` (design `custom` only; see `lock.rs`): `acquire` and `release` (required)
-//! and `renew`, each `{ command = [...] }` or `{ script = "...", keys = [...], args =
-//! [...] }` with its success reply `granted`, `released` or `renewed` (a string, an
-//! integer or `"nil"`); `renew.every` in ticks (default ttl/3). Placeholders `{key}`,
-//! `{token}`, `{ttl}`.
+//! `[lock]` (design `custom` only; see `lock.rs`): `acquire` and `release` (required),
+//! `renew` and `reenter`, each `{ command = [...] }`, `{ script = "...", keys = [...],
+//! args = [...] }` or `{ script_file = "...", ... }` with its success reply `granted`,
+//! `released`, `renewed` or `reentered` (a string, an integer or `"nil"`); `acquire` may
+//! be an array of such steps, sent one after another; `reenter = "acquire"` re-sends the
+//! acquire's step with the held token; `release.released_partly` (with `reenter` only) is
+//! the reply of a release that took one hold of several off; `renew.every` in ticks
+//! (default ttl/3). Placeholders `{key}`, `{token}`, `{ttl}`.
 //!
 //! # Modules
 //!
@@ -507,14 +510,19 @@ pub struct ScenarioLock {
     pub every: Option<u32>,
 }
 
-/// One `[lock]` step as its file writes it; `success` is the key of its success reply
-/// (`granted`, `released`, `renewed`), so that the JSON reads back as the same scenario.
-fn step_json(step: &LockStep, success: &str) -> serde_json::Value {
-    let reply = match &step.success {
+/// A success reply as a file writes it.
+fn reply_json(reply: &Expected) -> serde_json::Value {
+    match reply {
         Expected::Str(s) => serde_json::Value::from(s.as_str()),
         Expected::Int(i) => serde_json::Value::from(*i),
         Expected::Nil => serde_json::Value::from("nil"),
-    };
+    }
+}
+
+/// One `[lock]` step as its file writes it; `success` is the key of its success reply
+/// (`granted`, `released`, `renewed`), so that the JSON reads back as the same scenario.
+fn step_json(step: &LockStep, success: &str) -> serde_json::Value {
+    let reply = reply_json(&step.success);
     let mut json = match &step.action {
         Action::Command(words) => serde_json::json!({ "command": words }),
         Action::Script { script, keys, args } => serde_json::json!({
@@ -529,16 +537,26 @@ fn lock_json<S: Serializer>(lock: &Option<ScenarioLock>, serializer: S) -> Resul
     let Some(l) = lock else {
         return serializer.serialize_none();
     };
+    let acquire = match l.lock.acquire.as_slice() {
+        [one] => step_json(one, "granted"),
+        steps => steps.iter().map(|s| step_json(s, "granted")).collect(),
+    };
     let mut json = serde_json::json!({
-        "acquire": step_json(&l.lock.acquire, "granted"),
+        "acquire": acquire,
         "release": step_json(&l.lock.release, "released"),
     });
+    if let Some(partly) = &l.lock.released_partly {
+        json["release"]["released_partly"] = reply_json(partly);
+    }
     if let Some(renew) = &l.lock.renew {
         let mut renew = step_json(renew, "renewed");
         if let Some(every) = l.every {
             renew["every"] = every.into();
         }
         json["renew"] = renew;
+    }
+    if let Some(reenter) = &l.lock.reenter {
+        json["reenter"] = step_json(reenter, "reentered");
     }
     json.serialize(serializer)
 }

@@ -154,9 +154,11 @@ impl Parser<'_> {
             .unwrap_or_default();
         let fencing = self.fencing(&root)?;
         let wait_replicas = self.u32_or(&root, "wait_replicas", 0)?;
-        let watchdog = self.watchdog(&root, design)?;
-        let renewal_on_error = self.renewal_on_error(&root, design)?;
-        let renewal = design.renews().then_some(Renewal {
+        // A custom lock renews when its [lock] table has a renew step.
+        let renews = design.renews() || (design == DesignId::Custom && lock.get("renew").is_some());
+        let watchdog = self.watchdog(&root, design, renews)?;
+        let renewal_on_error = self.renewal_on_error(&root, design, renews)?;
+        let renewal = renews.then_some(Renewal {
             watchdog,
             renewal_on_error,
         });

@@ -12,7 +12,7 @@ use super::{
 };
 use crate::cause::Ingredient;
 
-type Entry<'i> = Spanned<DeValue<'i>>;
+pub(super) type Entry<'i> = Spanned<DeValue<'i>>;
 
 /// One table of the file: the root (name `""`) or a `[section]`.
 pub(super) struct Section<'a, 'i> {
@@ -22,6 +22,18 @@ pub(super) struct Section<'a, 'i> {
     /// Line of the table's header (1 for the root or an absent table).
     pub(super) line: usize,
     pub(super) valid: &'static [&'static str],
+}
+
+/// The designs that renew, for messages.
+const RENEWING: &str = "watchdog, reentrant, get-expire-renewal, custom with a renew step";
+
+/// A design that does not renew, as a message names it.
+fn not_renewing(design: DesignId) -> String {
+    if design == DesignId::Custom {
+        "a custom lock without a renew step".into()
+    } else {
+        format!("design `{design}`")
+    }
 }
 
 impl<'a, 'i> Section<'a, 'i> {
@@ -207,22 +219,29 @@ impl Parser<'_> {
         ))
     }
 
-    /// `watchdog`: on unless set to `false`; only for designs that renew.
-    pub(super) fn watchdog(&self, root: &Section<'_, '_>, design: DesignId) -> Result<bool> {
+    /// `watchdog`: on unless set to `false`; only for designs that renew (`renews`: a
+    /// built-in design that renews, or a custom lock with a renewal step).
+    pub(super) fn watchdog(
+        &self,
+        root: &Section<'_, '_>,
+        design: DesignId,
+        renews: bool,
+    ) -> Result<bool> {
         let Some(entry) = root.get("watchdog") else {
             return Ok(true);
         };
         let DeValue::Boolean(on) = *entry.get_ref() else {
             return Err(self.wrong_type(root, "watchdog", entry, "a boolean"));
         };
-        if !design.renews() {
+        if !renews {
             return Err(self.err(
                 self.line(&entry.span()),
                 "watchdog".into(),
                 KeyErrorKind::InvalidValue,
                 format!(
-                    "design `{design}` has no watchdog; watchdog = {on} applies only to designs \
-                     that renew (watchdog, reentrant, get-expire-renewal)"
+                    "{} has no watchdog; watchdog = {on} applies only to designs that renew \
+                     ({RENEWING})",
+                    not_renewing(design)
                 ),
             ));
         }
@@ -234,6 +253,7 @@ impl Parser<'_> {
         &self,
         root: &Section<'_, '_>,
         design: DesignId,
+        renews: bool,
     ) -> Result<RenewalOnError> {
         let Some(field) = self.string(root, "renewal_on_error")? else {
             return Ok(RenewalOnError::Stop);
@@ -246,10 +266,11 @@ impl Parser<'_> {
                 message,
             )
         };
-        if !design.renews() {
+        if !renews {
             return Err(bad(format!(
-                "design `{design}` does not renew its lease; renewal_on_error applies only to \
-                 designs that renew (watchdog, reentrant, get-expire-renewal)"
+                "{} does not renew its lease; renewal_on_error applies only to designs that \
+                 renew ({RENEWING})",
+                not_renewing(design)
             )));
         }
         match field.value.as_str() {
