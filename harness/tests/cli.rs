@@ -361,6 +361,65 @@ fn explain_narrates_each_violated_property() {
     );
 }
 
+/// The explain command in `check`'s table and on the gallery's pages runs as printed,
+/// from the folder it was printed in: a path to the file, not a bare name (which only
+/// finds files in scenarios/), and relative when the file was named by an absolute path.
+#[test]
+fn suggested_explain_commands_run_as_printed() {
+    let dir = temp_dir("explain-commands");
+    let c = slow_holder("slow");
+    fs::create_dir_all(dir.join("mine")).unwrap();
+    // Every property flipped: each violated one is a MISMATCH whose line suggests explain.
+    let flipped = with_expect(&slow_holder_body("slow"), |p| {
+        expectation(!c.violated.contains(&p))
+    });
+    let file = write(&dir.join("mine"), "slow", &flipped);
+    let absolute = file.to_str().unwrap();
+    let run_suggestion = |line: &str| {
+        let start = line.find("locklab explain ").expect("an explain command") + 8;
+        let end = start
+            + line[start..]
+                .find(['`', '<', ')'])
+                .expect("the command ends");
+        let args: Vec<&str> = line[start..end].split_whitespace().collect();
+        assert_eq!(args[1], "mine/slow.toml", "{line}");
+        let out = locklab(&dir, &args);
+        assert_eq!(code(&out), 0, "{line}: {}", stderr(&out));
+        (args[3].to_string(), stdout(&out))
+    };
+    let out = locklab(
+        &dir,
+        &["check", absolute, "--reports", "r", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 1);
+    let table = stdout(&out);
+    let suggested: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("MISMATCH slow:") && l.contains("locklab explain"))
+        .collect();
+    assert_eq!(suggested.len(), c.violated.len(), "{table}");
+    for line in suggested {
+        let (property, story) = run_suggestion(line);
+        assert!(
+            story.starts_with(&format!("slow violates {property} in ")),
+            "{story}"
+        );
+    }
+    let out = locklab(&dir, &["report", "mine/slow.toml", "--reports", "gallery"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    for page in ["slow.md", "slow.html"] {
+        let text = fs::read_to_string(dir.join("gallery/scenarios").join(page)).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("locklab explain"))
+            .collect();
+        assert_eq!(lines.len(), c.violated.len(), "{page}");
+        for line in lines {
+            run_suggestion(line);
+        }
+    }
+}
+
 #[test]
 fn help_lists_every_subcommand() {
     let dir = temp_dir("help");
