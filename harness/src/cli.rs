@@ -115,7 +115,9 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A scenario file, or the name of one in scenarios/.
+    /// A scenario file, the name of one in scenarios/, or a trace `check` wrote
+    /// (reports/traces/X.json): that counterexample is told without searching again.
+    #[arg(value_name = "SCENARIO|TRACE.json")]
     pub scenario: String,
     /// Explain only this property.
     #[arg(long, value_name = "PROPERTY")]

@@ -349,14 +349,13 @@ fn explain_narrates_each_violated_property() {
     let out = locklab(&dir, &["explain", "no-such-scenario"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no-such-scenario"));
-    // A trace where a scenario belongs: said so, and where a trace goes.
+    // A JSON file that is not a trace: bad input naming it.
     fs::write(dir.join("slow.mutual_exclusion.json"), "{}").unwrap();
     let out = locklab(&dir, &["explain", "slow.mutual_exclusion.json"]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
     assert!(
-        err.contains("slow.mutual_exclusion.json: a JSON file, not a scenario")
-            && err.contains("locklab replay TRACE.json"),
+        err.contains("slow.mutual_exclusion.json: not a locklab trace"),
         "{err}"
     );
 }
@@ -418,6 +417,85 @@ fn suggested_explain_commands_run_as_printed() {
             run_suggestion(line);
         }
     }
+}
+
+/// `explain TRACE.json` tells the story `explain SCENARIO --property P` tells, from the
+/// trace alone: no search (no progress line), the cause as the trace records it.
+#[test]
+fn explain_takes_a_trace_without_searching() {
+    let dir = temp_dir("explain-trace");
+    let c = slow_holder("slow");
+    write(&dir, "slow", &c.text);
+    let out = locklab(
+        &dir,
+        &[
+            "check",
+            "slow.toml",
+            "--cause",
+            "--reports",
+            "r",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for p in &c.violated {
+        let trace = format!("r/traces/slow.{p}.json");
+        let from_trace = locklab(&dir, &["explain", &trace]);
+        assert_eq!(code(&from_trace), 0, "{}", stderr(&from_trace));
+        assert!(
+            !stderr(&from_trace).contains("checked"),
+            "searched again: {}",
+            stderr(&from_trace)
+        );
+        let from_scenario = locklab(
+            &dir,
+            &[
+                "explain",
+                "slow.toml",
+                "--property",
+                p.as_str(),
+                "--threads",
+                "1",
+            ],
+        );
+        let story = stdout(&from_scenario);
+        assert!(story.contains("The violation needs"), "{story}");
+        assert_eq!(stdout(&from_trace), story, "{p}");
+        // The trace's own property, or bad input.
+        let other = Property::ALL.into_iter().find(|o| o != p).unwrap();
+        let out = locklab(&dir, &["explain", &trace, "--property", other.as_str()]);
+        assert_eq!(code(&out), 2);
+        assert!(
+            stderr(&out).contains(&format!("a trace of {p}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A trace written without --cause says where the cause is computed.
+    let out = locklab(
+        &dir,
+        &["check", "slow.toml", "--reports", "plain", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let p = c.violated[0];
+    let out = locklab(&dir, &["explain", &format!("plain/traces/slow.{p}.json")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("The violation needs"), "{text}");
+    assert!(text.contains("locklab explain slow.toml"), "{text}");
+    // Steps that do not apply to the embedded scenario: bad input naming the file.
+    let trace = fs::read_to_string(dir.join(format!("plain/traces/slow.{p}.json"))).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&trace).unwrap();
+    value["actions"].as_array_mut().unwrap().rotate_left(1);
+    fs::write(dir.join("bad.json"), value.to_string()).unwrap();
+    let out = locklab(&dir, &["explain", "bad.json"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("bad.json: actions: the steps do not apply"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
