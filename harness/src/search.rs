@@ -131,10 +131,12 @@ impl Reporter {
                 ),
                 Strategy::Random { walks, seed } => format!("{walks} random walks, seed {seed}"),
             },
-            if result.purchased {
-                ""
-            } else {
-                ", VACUOUS (no purchase)"
+            match (result.purchased, result.strategy) {
+                (true, _) => String::new(),
+                (false, Strategy::Random { walks, .. }) => format!(
+                    ", no critical section completed: not reached in {walks} walks, try more walks"
+                ),
+                (false, Strategy::Exhaustive) => ", VACUOUS (no purchase)".to_string(),
             }
         );
         match bar {

@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
 use common::*;
 use locklab_model::model::{Action, LockModel};
@@ -293,14 +294,18 @@ fn every_holds_row_says_what_struck_a_hold() {
     assert_eq!(struck, ["crashes"], "{xml}");
 }
 
-#[test]
-fn a_scenario_where_nobody_completes_is_an_error() {
-    let dir = temp_dir("vacuous");
-    // The critical section is longer than the horizon: nobody ever finishes.
+/// `idle.toml`, whose critical section is longer than its horizon: nobody ever finishes.
+fn write_idle(dir: &Path) {
     let text = with_expect(&slow_holder_body("idle"), |_| Expectation::Holds)
         .replace("work = 1", "work = 5")
         .replace("horizon = 8", "horizon = 2");
-    write(&dir, "idle", &text);
+    write(dir, "idle", &text);
+}
+
+#[test]
+fn a_scenario_where_nobody_completes_is_an_error() {
+    let dir = temp_dir("vacuous");
+    write_idle(&dir);
     let (out, json) = check_json(&dir, &["idle.toml", "--junit", "junit.xml"]);
     assert_eq!(code(&out), 1);
     let table = stdout(&out);
@@ -496,6 +501,45 @@ fn explain_takes_a_trace_without_searching() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Random walks that reach no completed critical section blame the walks, not the
+/// scenario: "not reached in N walks, try more walks", never "vacuous" nor "check the
+/// scenario's timing".
+#[test]
+fn walks_that_reach_no_purchase_ask_for_more_walks() {
+    let dir = temp_dir("walks-not-reached");
+    write_idle(&dir);
+    let (out, json) = check_json(
+        &dir,
+        &[
+            "idle.toml",
+            "--strategy",
+            "random",
+            "--walks",
+            "20",
+            "--junit",
+            "junit.xml",
+        ],
+    );
+    assert_eq!(code(&out), 1);
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        all.contains("ERROR idle: a client completing its critical section: not reached in 20 walks, try more walks"),
+        "{all}"
+    );
+    assert!(all.contains("error: not reached in 20 walks"), "{all}");
+    assert!(!all.to_lowercase().contains("vacuous"), "{all}");
+    assert!(!all.contains("timing"), "{all}");
+    assert!(json["scenarios"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not reached in 20 walks"));
+    let xml = fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let errors = parse_xml(&xml).all("error").len();
+    assert_eq!(errors, 4, "{xml}");
+    assert!(xml.contains("type=\"not-reached-in-walks\""), "{xml}");
+    assert!(!xml.contains("timing"), "{xml}");
 }
 
 #[test]
