@@ -219,9 +219,10 @@ pub struct ReportArgs {
     /// Scenario files or directories of them [default: scenarios/ and examples/custom/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Output directory (traces go to DIR/traces/, replays are read from DIR/replays/).
-    #[arg(long, value_name = "DIR", default_value = "reports")]
-    pub out: PathBuf,
+    /// Directory of the gallery: the pages, the traces (DIR/traces/), and the replays
+    /// read from DIR/replays/ (`--out` is the former name, still accepted).
+    #[arg(long, value_name = "DIR", default_value = "reports", alias = "out")]
+    pub reports: PathBuf,
     #[command(flatten)]
     pub search: SearchArgs,
 }

@@ -542,6 +542,23 @@ fn walks_that_reach_no_purchase_ask_for_more_walks() {
     assert!(!xml.contains("timing"), "{xml}");
 }
 
+/// `report` writes where `--reports DIR` says, as `check` and `replay` do; `--out`, its
+/// former name, still works and is not advertised.
+#[test]
+fn report_takes_reports_and_the_old_out() {
+    let help = stdout(&locklab(Path::new("."), &["report", "--help"]));
+    assert!(help.contains("--reports <DIR>"), "{help}");
+    assert!(!help.contains("--out <"), "{help}");
+    let dir = temp_dir("report-out");
+    write(&dir, "crash", &naive_crash("crash").text);
+    let out = locklab(
+        &dir,
+        &["report", "crash.toml", "--out", "old", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(dir.join("old/scenarios/crash.html").exists());
+}
+
 #[test]
 fn help_lists_every_subcommand() {
     let dir = temp_dir("help");

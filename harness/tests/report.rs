@@ -73,7 +73,7 @@ fn regenerating_the_committed_reports_changes_nothing() {
     if committed.join("replays").is_dir() {
         copy_dir(&committed.join("replays"), &out.join("replays"));
     }
-    let run = locklab(&root, &["report", "--out", out.to_str().unwrap()]);
+    let run = locklab(&root, &["report", "--reports", out.to_str().unwrap()]);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let (old, new) = (files(&committed), files(&out));
     let hint = "regenerate with: cargo run --release -p locklab-harness -- report";
@@ -148,7 +148,10 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
     let replays = dir.join("out/replays");
     fs::create_dir_all(&replays).unwrap();
     fs::write(replays.join("slow.mutual_exclusion.json"), REPLAY).unwrap();
-    let run = locklab(&dir, &["report", "slow.toml", "crash.toml", "--out", "out"]);
+    let run = locklab(
+        &dir,
+        &["report", "slow.toml", "crash.toml", "--reports", "out"],
+    );
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let out = dir.join("out");
 
@@ -240,7 +243,7 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
         "{\"scenario\": 3}",
     )
     .unwrap();
-    let run = locklab(&dir, &["report", "slow.toml", "--out", "out"]);
+    let run = locklab(&dir, &["report", "slow.toml", "--reports", "out"]);
     assert_eq!(code(&run), 2);
     assert!(
         stderr(&run).contains("slow.mutual_exclusion.json"),
