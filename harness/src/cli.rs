@@ -20,7 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Model-check scenarios and compare each property's verdict with the expected one.
     Check(CheckArgs),
-    /// Print the narrated shortest counterexample of each violated property.
+    /// Print the narrated shortest counterexample of each violated property of a
+    /// scenario, or of one trace file `check` wrote (without searching again).
     Explain(ExplainArgs),
     /// Browse a scenario's state space in the stateright Explorer on 127.0.0.1.
     Explore(ExploreArgs),
