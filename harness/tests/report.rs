@@ -251,3 +251,31 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
         stderr(&run)
     );
 }
+
+/// Every committed trace tells its story through `explain TRACE.json` from the
+/// repository root, as the gallery's pages and the README suggest: its steps apply to
+/// the scenario it embeds (a key left out of that scenario would read back as another
+/// scenario), and the story ends at the property the trace breaks.
+#[test]
+fn every_gallery_trace_is_explained() {
+    let root = workspace();
+    let mut traces: Vec<PathBuf> = fs::read_dir(root.join("reports/traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    traces.sort();
+    assert!(traces.len() > 10, "{traces:?}");
+    for path in traces {
+        let relative = path.strip_prefix(&root).unwrap().to_str().unwrap();
+        let out = locklab(&root, &["explain", relative]);
+        assert_eq!(code(&out), 0, "{relative}: {}", stderr(&out));
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let (scenario, property) = name.rsplit_once('.').unwrap();
+        let story = stdout(&out);
+        assert!(
+            story.starts_with(&format!("{scenario} violates {property} in ")),
+            "{relative}: {story}"
+        );
+        assert!(story.contains("The violation needs"), "{relative}: {story}");
+    }
+}
