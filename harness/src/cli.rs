@@ -20,7 +20,8 @@ pub struct Cli {
 pub enum Command {
     /// Model-check scenarios and compare each property's verdict with the expected one.
     Check(CheckArgs),
-    /// Print the narrated shortest counterexample of each violated property.
+    /// Print the narrated shortest counterexample of each violated property of a
+    /// scenario, or of one trace file `check` wrote (without searching again).
     Explain(ExplainArgs),
     /// Browse a scenario's state space in the stateright Explorer on 127.0.0.1.
     Explore(ExploreArgs),
@@ -115,7 +116,9 @@ pub struct CheckArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// A scenario file, or the name of one in scenarios/.
+    /// A scenario file, the name of one in scenarios/, or a trace `check` wrote
+    /// (reports/traces/X.json): that counterexample is told without searching again.
+    #[arg(value_name = "SCENARIO|TRACE.json")]
     pub scenario: String,
     /// Explain only this property.
     #[arg(long, value_name = "PROPERTY")]
@@ -217,9 +220,10 @@ pub struct ReportArgs {
     /// Scenario files or directories of them [default: scenarios/ and examples/custom/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Output directory (traces go to DIR/traces/, replays are read from DIR/replays/).
-    #[arg(long, value_name = "DIR", default_value = "reports")]
-    pub out: PathBuf,
+    /// Directory of the gallery: the pages, the traces (DIR/traces/), and the replays
+    /// read from DIR/replays/ (`--out` is the former name, still accepted).
+    #[arg(long, value_name = "DIR", default_value = "reports", alias = "out")]
+    pub reports: PathBuf,
     #[command(flatten)]
     pub search: SearchArgs,
 }

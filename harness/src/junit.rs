@@ -1,7 +1,8 @@
 //! The `--junit` report of `check`: one testsuite per scenario, one testcase per property.
 //! A mismatch is a `<failure>` whose text is the narrated counterexample (or says that
-//! none exists); a vacuous scenario's properties are `<error type="vacuous-scenario">`s,
-//! a path that failed its re-check an `<error type="path-recheck">`; an expected "holds"
+//! none exists); a vacuous scenario's properties are `<error type="vacuous-scenario">`s
+//! (`<error type="not-reached-in-walks">` when random walks did not reach what a verdict
+//! needs), a path that failed its re-check an `<error type="path-recheck">`; an expected "holds"
 //! that random walks only did not break is `<skipped>` (unproven). Written by hand.
 
 use std::fmt::Write as _;
@@ -148,6 +149,7 @@ pub fn render(outcomes: &[ScenarioOutcome], part: Option<&Part>) -> String {
                     let text = o.error().unwrap_or_else(|| p.found_text());
                     let kind = match p.found {
                         Found::Unverified { .. } => "path-recheck",
+                        Found::NotReached { .. } => "not-reached-in-walks",
                         _ => "vacuous-scenario",
                     };
                     let _ = writeln!(out, "{open}>");

@@ -1,9 +1,13 @@
 //! Scenarios named on the command line: files and directories of them, or one scenario
-//! by path or by its name in `scenarios/`. A bad file is bad input (exit 2).
+//! by path or by its name in `scenarios/`; and counterexample traces (`TRACE.json`). A
+//! bad file is bad input (exit 2).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use locklab_model::scenario::{load_paths, Scenario, ScenarioError, DEFAULT_DIR};
+use locklab_model::model::LockModel;
+use locklab_model::scenario::{load_paths, Property, Scenario, ScenarioError, DEFAULT_DIR};
+use locklab_model::search::replay as model_replay;
+use locklab_model::trace::{self, Trace};
 
 use crate::Failure;
 
@@ -34,15 +38,37 @@ pub fn resolve(arg: &str) -> Result<Scenario, Failure> {
             path.display()
         )));
     }
-    if path.extension().is_some_and(|e| e == "json") {
+    if is_trace(&path) {
         // A trace, most likely: its scenario is embedded, but this command searches or
         // runs a scenario of its own.
         return Err(Failure::BadInput(format!(
             "{}: a JSON file, not a scenario; this command takes a scenario (.toml) or \
              its name in {DEFAULT_DIR}/ (a trace's counterexample runs on Redis with \
-             `locklab replay TRACE.json`)",
+             `locklab replay TRACE.json`, and `locklab explain TRACE.json` narrates it)",
             path.display()
         )));
     }
     Ok(load(&[path])?.remove(0))
+}
+
+/// Whether a command-line argument names a trace (`.json`) rather than a scenario.
+pub fn is_trace(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+/// A counterexample trace as `check` writes it, read back: the trace, its embedded
+/// scenario and the property it breaks. A file that does not decode, or whose steps do
+/// not apply to its scenario, is bad input naming the file.
+pub fn load_trace(path: &Path) -> Result<(Trace, Scenario, Property), Failure> {
+    let bad = |e: &dyn std::fmt::Display| Failure::BadInput(format!("{}: {e}", path.display()));
+    let trace = trace::load(path).map_err(|e| Failure::BadInput(e.to_string()))?;
+    let scenario = trace.scenario().map_err(|e| bad(&e))?;
+    let property = trace.property().map_err(|e| bad(&e))?;
+    if model_replay(&LockModel::new(&scenario), &trace.actions).is_none() {
+        return Err(bad(&format_args!(
+            "actions: the steps do not apply to the embedded scenario {}",
+            scenario.name
+        )));
+    }
+    Ok((trace, scenario, property))
 }

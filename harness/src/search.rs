@@ -41,6 +41,43 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
     )
 }
 
+/// The searches that take a minute or more: the five-master Redlock files, with the
+/// distinct states and the seconds `locklab check FILE --threads 2` took on this project's
+/// two-core machine, shared with another build (2026-11-27; README, "Redlock on five
+/// masters"). A test keeps every such file of `scenarios/` here.
+const HEAVY: [(&str, f64, u32); 4] = [
+    ("redlock5-no-faults", 1.0, 12),
+    ("redlock5-gc-pause", 10.9, 130),
+    ("redlock5-clock-jump", 9.2, 100),
+    ("redlock5-restart", 4.7, 45),
+];
+
+/// Masters from which a search counts as heavy (named so before it starts).
+const HEAVY_MASTERS: u32 = 5;
+
+/// `redlock5-gc-pause: five masters, 10.9 million states, about 130 s on two cores`,
+/// printed before a heavy search starts, so that a long wait is expected rather than
+/// taken for a hang.
+fn heavy_notice(scenario: &Scenario) -> Option<String> {
+    let masters = scenario.topology.masters;
+    if masters < HEAVY_MASTERS {
+        return None;
+    }
+    let count = match masters {
+        5 => "five".to_string(),
+        6 => "six".to_string(),
+        7 => "seven".to_string(),
+        n => n.to_string(),
+    };
+    let time = match HEAVY.iter().find(|(name, ..)| *name == scenario.name) {
+        Some((_, millions, seconds)) => format!(
+            "{millions:.1} million states, about {seconds} s on two cores (more with --cause)"
+        ),
+        None => "among the heaviest searches: minutes".to_string(),
+    };
+    Some(format!("{}: {count} masters, {time}", scenario.name))
+}
+
 /// Progress on stderr: an animated line per scenario on a terminal, else one plain line
 /// per scenario when it finishes.
 pub struct Reporter {
@@ -83,6 +120,11 @@ impl Reporter {
         options: &SearchOptions,
     ) -> Result<SearchRun, Failure> {
         let model = LockModel::new(scenario);
+        if self.walks.is_none() {
+            if let Some(line) = heavy_notice(scenario) {
+                eprintln!("{}{line}", self.place());
+            }
+        }
         let bar = self.terminal.then(|| {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
                 .with_style(
@@ -131,10 +173,12 @@ impl Reporter {
                 ),
                 Strategy::Random { walks, seed } => format!("{walks} random walks, seed {seed}"),
             },
-            if result.purchased {
-                ""
-            } else {
-                ", VACUOUS (no purchase)"
+            match (result.purchased, result.strategy) {
+                (true, _) => String::new(),
+                (false, Strategy::Random { walks, .. }) => format!(
+                    ", no critical section completed: not reached in {walks} walks, try more walks"
+                ),
+                (false, Strategy::Exhaustive) => ", VACUOUS (no purchase)".to_string(),
             }
         );
         match bar {
@@ -211,4 +255,41 @@ impl Reporter {
 pub struct SearchRun {
     pub model: LockModel,
     pub result: locklab_model::search::SearchResult,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locklab_model::scenario::load_paths;
+
+    /// Every heavy file of the gallery has its measured time, and every entry is a file.
+    #[test]
+    fn every_heavy_scenario_has_its_seconds() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+        let scenarios = load_paths(&[dir]).expect("the gallery's scenarios load");
+        let heavy: Vec<&Scenario> = scenarios
+            .iter()
+            .filter(|s| heavy_notice(s).is_some())
+            .collect();
+        assert!(!heavy.is_empty());
+        for s in &heavy {
+            let line = heavy_notice(s).expect("heavy");
+            let start = format!("{}: five masters, ", s.name);
+            assert!(
+                line.starts_with(&start) && line.contains(" s on two cores"),
+                "{line}"
+            );
+        }
+        for (name, ..) in HEAVY {
+            assert!(
+                heavy.iter().any(|s| s.name == name),
+                "{name} is not a heavy scenario"
+            );
+        }
+        let light = scenarios
+            .iter()
+            .find(|s| s.topology.masters == 3)
+            .expect("a Redlock file");
+        assert_eq!(heavy_notice(light), None);
+    }
 }

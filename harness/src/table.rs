@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use locklab_model::search::{Reduction, Strategy};
 
+use crate::files::explain_command;
 use crate::verdict::{Found, ScenarioOutcome, Status};
 
 const HEADER: [&str; 10] = [
@@ -139,9 +140,9 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                 (Some(path), Some(steps)) => {
                     let _ = writeln!(
                         notes,
-                        " in {steps} steps; trace {} (locklab explain {})",
+                        " in {steps} steps; trace {} ({})",
                         path.display(),
-                        o.scenario.path.display()
+                        explain_command(&o.scenario.path, p.property)
                     );
                 }
                 _ if matches!(p.found, Found::NoneInWalks { .. }) => {

@@ -21,6 +21,10 @@ pub enum Found {
     /// No counterexample, but no client ever completed its critical section either:
     /// the "holds" would mean nothing (the vacuity guard).
     Vacuous,
+    /// No counterexample, and the random walks never reached what a verdict needs (a
+    /// completed critical section, a fault striking a hold, an attempt after a lost
+    /// lease): more walks may, the scenario need not be wrong.
+    NotReached { walks: u64 },
     /// No counterexample in this many random walks: not a proof of anything.
     NoneInWalks { walks: u64 },
     /// The path the search found failed its re-check against the model.
@@ -59,7 +63,9 @@ pub enum Status {
 impl PropertyOutcome {
     pub fn status(&self) -> Status {
         match (&self.found, self.expected) {
-            (Found::Vacuous | Found::Unverified { .. }, _) => Status::Error,
+            (Found::Vacuous | Found::NotReached { .. } | Found::Unverified { .. }, _) => {
+                Status::Error
+            }
             (Found::NoneInWalks { .. }, Expectation::Holds) => Status::Unproven,
             (Found::Holds, Expectation::Holds) => Status::Match,
             (Found::Violated { .. }, Expectation::Violated) if self.cause_differs() => {
@@ -102,7 +108,7 @@ impl PropertyOutcome {
             Found::Holds => "holds",
             Found::Violated { .. } => "violated",
             Found::NoneInWalks { .. } => "not_found",
-            Found::Vacuous | Found::Unverified { .. } => "error",
+            Found::Vacuous | Found::NotReached { .. } | Found::Unverified { .. } => "error",
         }
     }
 
@@ -113,6 +119,7 @@ impl PropertyOutcome {
             (Found::Holds, Some(n)) => format!("holds (within {n} steps)"),
             (Found::Violated { .. }, _) => "violated".to_string(),
             (Found::Vacuous, _) => "error: vacuous".to_string(),
+            (Found::NotReached { walks }, _) => format!("error: not reached in {walks} walks"),
             (Found::NoneInWalks { walks }, _) => format!("not found in {walks} walks"),
             (Found::Unverified { reason }, _) => format!("error: path failed re-check: {reason}"),
         }
@@ -159,15 +166,30 @@ pub struct ScenarioOutcome {
 }
 
 impl ScenarioOutcome {
-    /// A scenario-level error (the vacuity guards), as a sentence.
+    /// A scenario-level error (the vacuity guards), as a sentence. After random walks
+    /// the scenario is not blamed: what no walk reached, more walks may reach.
     pub fn error(&self) -> Option<String> {
         let holds = self.properties.iter().any(|p| p.steps().is_none());
+        let walks = match self.strategy {
+            Strategy::Random { walks, .. } => Some(walks),
+            Strategy::Exhaustive => None,
+        };
+        let not_reached = |what: String| {
+            let walks = walks.expect("random walks");
+            format!(
+                "{what}: not reached in {walks} walks, try more walks (--walks); no verdict \
+                 until then"
+            )
+        };
         if self.purchased && holds && !self.faults_never_during_hold.is_empty() {
+            let faults = self.faults_never_during_hold.join(", ");
+            if walks.is_some() {
+                return Some(not_reached(format!("{faults} striking a hold")));
+            }
             return Some(format!(
-                "faults never touch a hold: no explored behaviour injects {} while a client \
-                 holds the lock, so a \"holds\" verdict would not test them: check the \
-                 scenario's timing, attempts and horizon",
-                self.faults_never_during_hold.join(", ")
+                "faults never touch a hold: no explored behaviour injects {faults} while a \
+                 client holds the lock, so a \"holds\" verdict would not test them: check the \
+                 scenario's timing, attempts and horizon"
             ));
         }
         let tested_by_late_attempts = self
@@ -176,6 +198,9 @@ impl ScenarioOutcome {
             .any(|p| p.steps().is_none() && p.property.tested_by_late_attempts());
         if self.purchased && tested_by_late_attempts && self.lease_lost && !self.attempt_after_loss
         {
+            if walks.is_some() {
+                return Some(not_reached("an attempt after a lost lease".to_string()));
+            }
             return Some(
                 "no attempt after a lost lease: a holder's lease can run out or vanish while \
                  it still believes it holds the lock, but no client ever attempts afterwards, \
@@ -183,6 +208,11 @@ impl ScenarioOutcome {
                  [clients] attempts or set arrival = \"any\""
                     .to_string(),
             );
+        }
+        if !self.purchased && walks.is_some() {
+            return Some(not_reached(
+                "a client completing its critical section".to_string(),
+            ));
         }
         (!self.purchased).then(|| {
             let within = match (self.complete, self.max_depth) {
@@ -275,7 +305,10 @@ pub fn outcome(
                         || (r.coverage.no_attempt_after_loss()
                             && property.tested_by_late_attempts()) =>
                 {
-                    Found::Vacuous
+                    match r.strategy {
+                        Strategy::Random { walks, .. } => Found::NotReached { walks },
+                        Strategy::Exhaustive => Found::Vacuous,
+                    }
                 }
                 (None, Strategy::Random { walks, .. }) => Found::NoneInWalks { walks },
                 (None, Strategy::Exhaustive) => Found::Holds,

@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::path::Path;
 
 use common::*;
 use locklab_model::model::{Action, LockModel};
@@ -293,14 +294,18 @@ fn every_holds_row_says_what_struck_a_hold() {
     assert_eq!(struck, ["crashes"], "{xml}");
 }
 
-#[test]
-fn a_scenario_where_nobody_completes_is_an_error() {
-    let dir = temp_dir("vacuous");
-    // The critical section is longer than the horizon: nobody ever finishes.
+/// `idle.toml`, whose critical section is longer than its horizon: nobody ever finishes.
+fn write_idle(dir: &Path) {
     let text = with_expect(&slow_holder_body("idle"), |_| Expectation::Holds)
         .replace("work = 1", "work = 5")
         .replace("horizon = 8", "horizon = 2");
-    write(&dir, "idle", &text);
+    write(dir, "idle", &text);
+}
+
+#[test]
+fn a_scenario_where_nobody_completes_is_an_error() {
+    let dir = temp_dir("vacuous");
+    write_idle(&dir);
     let (out, json) = check_json(&dir, &["idle.toml", "--junit", "junit.xml"]);
     assert_eq!(code(&out), 1);
     let table = stdout(&out);
@@ -349,16 +354,209 @@ fn explain_narrates_each_violated_property() {
     let out = locklab(&dir, &["explain", "no-such-scenario"]);
     assert_eq!(code(&out), 2);
     assert!(stderr(&out).contains("no-such-scenario"));
-    // A trace where a scenario belongs: said so, and where a trace goes.
+    // A JSON file that is not a trace: bad input naming it.
     fs::write(dir.join("slow.mutual_exclusion.json"), "{}").unwrap();
     let out = locklab(&dir, &["explain", "slow.mutual_exclusion.json"]);
     assert_eq!(code(&out), 2);
     let err = stderr(&out);
     assert!(
-        err.contains("slow.mutual_exclusion.json: a JSON file, not a scenario")
-            && err.contains("locklab replay TRACE.json"),
+        err.contains("slow.mutual_exclusion.json: not a locklab trace"),
         "{err}"
     );
+}
+
+/// The explain command in `check`'s table and on the gallery's pages runs as printed,
+/// from the folder it was printed in: a path to the file, not a bare name (which only
+/// finds files in scenarios/), and relative when the file was named by an absolute path.
+#[test]
+fn suggested_explain_commands_run_as_printed() {
+    let dir = temp_dir("explain-commands");
+    let c = slow_holder("slow");
+    fs::create_dir_all(dir.join("mine")).unwrap();
+    // Every property flipped: each violated one is a MISMATCH whose line suggests explain.
+    let flipped = with_expect(&slow_holder_body("slow"), |p| {
+        expectation(!c.violated.contains(&p))
+    });
+    let file = write(&dir.join("mine"), "slow", &flipped);
+    let absolute = file.to_str().unwrap();
+    let run_suggestion = |line: &str| {
+        let start = line.find("locklab explain ").expect("an explain command") + 8;
+        let end = start
+            + line[start..]
+                .find(['`', '<', ')'])
+                .expect("the command ends");
+        let args: Vec<&str> = line[start..end].split_whitespace().collect();
+        assert_eq!(args[1], "mine/slow.toml", "{line}");
+        let out = locklab(&dir, &args);
+        assert_eq!(code(&out), 0, "{line}: {}", stderr(&out));
+        (args[3].to_string(), stdout(&out))
+    };
+    let out = locklab(
+        &dir,
+        &["check", absolute, "--reports", "r", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 1);
+    let table = stdout(&out);
+    let suggested: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("MISMATCH slow:") && l.contains("locklab explain"))
+        .collect();
+    assert_eq!(suggested.len(), c.violated.len(), "{table}");
+    for line in suggested {
+        let (property, story) = run_suggestion(line);
+        assert!(
+            story.starts_with(&format!("slow violates {property} in ")),
+            "{story}"
+        );
+    }
+    let out = locklab(&dir, &["report", "mine/slow.toml", "--reports", "gallery"]);
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    for page in ["slow.md", "slow.html"] {
+        let text = fs::read_to_string(dir.join("gallery/scenarios").join(page)).unwrap();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("locklab explain"))
+            .collect();
+        assert_eq!(lines.len(), c.violated.len(), "{page}");
+        for line in lines {
+            run_suggestion(line);
+        }
+    }
+}
+
+/// `explain TRACE.json` tells the story `explain SCENARIO --property P` tells, from the
+/// trace alone: no search (no progress line), the cause as the trace records it.
+#[test]
+fn explain_takes_a_trace_without_searching() {
+    let dir = temp_dir("explain-trace");
+    let c = slow_holder("slow");
+    write(&dir, "slow", &c.text);
+    let out = locklab(
+        &dir,
+        &[
+            "check",
+            "slow.toml",
+            "--cause",
+            "--reports",
+            "r",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for p in &c.violated {
+        let trace = format!("r/traces/slow.{p}.json");
+        let from_trace = locklab(&dir, &["explain", &trace]);
+        assert_eq!(code(&from_trace), 0, "{}", stderr(&from_trace));
+        assert!(
+            !stderr(&from_trace).contains("checked"),
+            "searched again: {}",
+            stderr(&from_trace)
+        );
+        let from_scenario = locklab(
+            &dir,
+            &[
+                "explain",
+                "slow.toml",
+                "--property",
+                p.as_str(),
+                "--threads",
+                "1",
+            ],
+        );
+        let story = stdout(&from_scenario);
+        assert!(story.contains("The violation needs"), "{story}");
+        assert_eq!(stdout(&from_trace), story, "{p}");
+        // The trace's own property, or bad input.
+        let other = Property::ALL.into_iter().find(|o| o != p).unwrap();
+        let out = locklab(&dir, &["explain", &trace, "--property", other.as_str()]);
+        assert_eq!(code(&out), 2);
+        assert!(
+            stderr(&out).contains(&format!("a trace of {p}")),
+            "{}",
+            stderr(&out)
+        );
+    }
+    // A trace written without --cause says where the cause is computed.
+    let out = locklab(
+        &dir,
+        &["check", "slow.toml", "--reports", "plain", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let p = c.violated[0];
+    let out = locklab(&dir, &["explain", &format!("plain/traces/slow.{p}.json")]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("The violation needs"), "{text}");
+    assert!(text.contains("locklab explain slow.toml"), "{text}");
+    // Steps that do not apply to the embedded scenario: bad input naming the file.
+    let trace = fs::read_to_string(dir.join(format!("plain/traces/slow.{p}.json"))).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&trace).unwrap();
+    value["actions"].as_array_mut().unwrap().rotate_left(1);
+    fs::write(dir.join("bad.json"), value.to_string()).unwrap();
+    let out = locklab(&dir, &["explain", "bad.json"]);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr(&out).contains("bad.json: actions: the steps do not apply"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Random walks that reach no completed critical section blame the walks, not the
+/// scenario: "not reached in N walks, try more walks", never "vacuous" nor "check the
+/// scenario's timing".
+#[test]
+fn walks_that_reach_no_purchase_ask_for_more_walks() {
+    let dir = temp_dir("walks-not-reached");
+    write_idle(&dir);
+    let (out, json) = check_json(
+        &dir,
+        &[
+            "idle.toml",
+            "--strategy",
+            "random",
+            "--walks",
+            "20",
+            "--junit",
+            "junit.xml",
+        ],
+    );
+    assert_eq!(code(&out), 1);
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        all.contains("ERROR idle: a client completing its critical section: not reached in 20 walks, try more walks"),
+        "{all}"
+    );
+    assert!(all.contains("error: not reached in 20 walks"), "{all}");
+    assert!(!all.to_lowercase().contains("vacuous"), "{all}");
+    assert!(!all.contains("timing"), "{all}");
+    assert!(json["scenarios"][0]["error"]
+        .as_str()
+        .unwrap()
+        .contains("not reached in 20 walks"));
+    let xml = fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let errors = parse_xml(&xml).all("error").len();
+    assert_eq!(errors, 4, "{xml}");
+    assert!(xml.contains("type=\"not-reached-in-walks\""), "{xml}");
+    assert!(!xml.contains("timing"), "{xml}");
+}
+
+/// `report` writes where `--reports DIR` says, as `check` and `replay` do; `--out`, its
+/// former name, still works and is not advertised.
+#[test]
+fn report_takes_reports_and_the_old_out() {
+    let help = stdout(&locklab(Path::new("."), &["report", "--help"]));
+    assert!(help.contains("--reports <DIR>"), "{help}");
+    assert!(!help.contains("--out <"), "{help}");
+    let dir = temp_dir("report-out");
+    write(&dir, "crash", &naive_crash("crash").text);
+    let out = locklab(
+        &dir,
+        &["report", "crash.toml", "--out", "old", "--threads", "1"],
+    );
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(dir.join("old/scenarios/crash.html").exists());
 }
 
 #[test]

@@ -73,7 +73,7 @@ fn regenerating_the_committed_reports_changes_nothing() {
     if committed.join("replays").is_dir() {
         copy_dir(&committed.join("replays"), &out.join("replays"));
     }
-    let run = locklab(&root, &["report", "--out", out.to_str().unwrap()]);
+    let run = locklab(&root, &["report", "--reports", out.to_str().unwrap()]);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let (old, new) = (files(&committed), files(&out));
     let hint = "regenerate with: cargo run --release -p locklab-harness -- report";
@@ -148,7 +148,10 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
     let replays = dir.join("out/replays");
     fs::create_dir_all(&replays).unwrap();
     fs::write(replays.join("slow.mutual_exclusion.json"), REPLAY).unwrap();
-    let run = locklab(&dir, &["report", "slow.toml", "crash.toml", "--out", "out"]);
+    let run = locklab(
+        &dir,
+        &["report", "slow.toml", "crash.toml", "--reports", "out"],
+    );
     assert_eq!(code(&run), 0, "{}", stderr(&run));
     let out = dir.join("out");
 
@@ -240,11 +243,39 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
         "{\"scenario\": 3}",
     )
     .unwrap();
-    let run = locklab(&dir, &["report", "slow.toml", "--out", "out"]);
+    let run = locklab(&dir, &["report", "slow.toml", "--reports", "out"]);
     assert_eq!(code(&run), 2);
     assert!(
         stderr(&run).contains("slow.mutual_exclusion.json"),
         "{}",
         stderr(&run)
     );
+}
+
+/// Every committed trace tells its story through `explain TRACE.json` from the
+/// repository root, as the gallery's pages and the README suggest: its steps apply to
+/// the scenario it embeds (a key left out of that scenario would read back as another
+/// scenario), and the story ends at the property the trace breaks.
+#[test]
+fn every_gallery_trace_is_explained() {
+    let root = workspace();
+    let mut traces: Vec<PathBuf> = fs::read_dir(root.join("reports/traces"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    traces.sort();
+    assert!(traces.len() > 10, "{traces:?}");
+    for path in traces {
+        let relative = path.strip_prefix(&root).unwrap().to_str().unwrap();
+        let out = locklab(&root, &["explain", relative]);
+        assert_eq!(code(&out), 0, "{relative}: {}", stderr(&out));
+        let name = path.file_stem().unwrap().to_str().unwrap();
+        let (scenario, property) = name.rsplit_once('.').unwrap();
+        let story = stdout(&out);
+        assert!(
+            story.starts_with(&format!("{scenario} violates {property} in ")),
+            "{relative}: {story}"
+        );
+        assert!(story.contains("The violation needs"), "{relative}: {story}");
+    }
 }

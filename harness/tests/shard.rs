@@ -138,6 +138,42 @@ fn shards_partition_the_suite_and_merge_into_the_unsharded_outputs() {
             "merged JUnit of {count} shards"
         );
         parse_xml(&merged_xml);
+        // One summary line, with the counts of the joined verdicts.
+        let verdicts: Vec<&str> = merged["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["properties"].as_object().unwrap().values())
+            .map(|p| p["verdict"].as_str().unwrap())
+            .collect();
+        let n = |v: &str| verdicts.iter().filter(|&&x| x == v).count();
+        assert!(n("violated") > 0 && n("holds") > 0, "{verdicts:?}");
+        let summary = format!(
+            "merged {count} shards: {} scenarios, {} verdicts: {} violated, {} holding; {} \
+             match, 1 mismatch, 0 scenario errors; exit status 1",
+            all_names.len(),
+            verdicts.len(),
+            n("violated"),
+            n("holds"),
+            verdicts.len() - 1
+        );
+        assert_eq!(stdout(&out).trim_end(), summary);
+        // JUnit files only: the testcase totals.
+        let xmls: Vec<&str> = files
+            .iter()
+            .filter(|f| f.ends_with(".xml"))
+            .map(String::as_str)
+            .collect();
+        let mut args = vec!["merge"];
+        args.extend(&xmls);
+        let out = locklab(&dir, &args);
+        assert_eq!(
+            stdout(&out).trim_end(),
+            format!(
+                "merged {count} JUnit shards: {} testcases, 1 failed, 0 in error; exit status 1",
+                verdicts.len()
+            )
+        );
 
         // A missing shard is refused, naming it.
         let mut args = vec!["merge", "--json", "partial.json"];

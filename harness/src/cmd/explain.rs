@@ -1,13 +1,18 @@
 //! `locklab explain SCENARIO`: the shortest counterexample of each violated property,
 //! narrated step by step, drawn as a text sequence diagram, and closed by the fix.
+//! `locklab explain TRACE.json` tells the same story of one trace `check` wrote, without
+//! searching again.
+
+use std::path::Path;
 
 use locklab_model::cause;
+use locklab_model::model::LockModel;
 use locklab_model::scenario::Property;
 use locklab_model::trace::{self, Trace};
 
 use crate::cli::ExplainArgs;
 use crate::fix::{self, Fix};
-use crate::scenario_args::resolve;
+use crate::scenario_args::{is_trace, load_trace, resolve};
 use crate::search::{search_options, Reporter};
 use crate::{sequence, Failure};
 
@@ -67,12 +72,40 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
+/// One trace's lesson, as `explain SCENARIO` prints it for that property: the steps
+/// rebuilt through the model from the trace's actions and embedded scenario, the cause
+/// as the trace records it (computed by `report` and `check --cause`).
+fn explain_trace(path: &Path, only: Option<Property>) -> Result<i32, Failure> {
+    let (stored, scenario, property) = load_trace(path)?;
+    if let Some(asked) = only.filter(|p| *p != property) {
+        return Err(Failure::BadInput(format!(
+            "{}: a trace of {property}, not of {asked} (--property)",
+            path.display()
+        )));
+    }
+    let mut t = trace::build(&LockModel::new(&scenario), property, &stored.actions);
+    t.cause = stored.cause;
+    print!("{}", lesson(&t));
+    println!("  (expected: {})", scenario.expect.get(property));
+    if t.cause.is_none() {
+        println!(
+            "  (this trace does not record what the violation needs: `locklab check --cause` \
+             writes traces that do, and `locklab explain {}` computes it)",
+            crate::files::shown_path(&scenario.path).display()
+        );
+    }
+    Ok(0)
+}
+
 pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
-    let scenario = resolve(&args.scenario)?;
     let only: Option<Property> = match &args.property {
         Some(p) => Some(p.parse().map_err(Failure::BadInput)?),
         None => None,
     };
+    if is_trace(Path::new(&args.scenario)) {
+        return explain_trace(Path::new(&args.scenario), only);
+    }
+    let scenario = resolve(&args.scenario)?;
     let options = search_options(&args.search);
     let reporter = Reporter::new();
     let searched = reporter.search(&scenario, &options)?;

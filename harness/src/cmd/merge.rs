@@ -297,17 +297,13 @@ fn junit_shard(file: &Path, text: &str) -> Result<(Place, Totals, Vec<String>), 
     Ok((place, totals, suites))
 }
 
-/// The joined `--junit` report and whether a testcase failed or errored.
-fn merge_junit(shards: Vec<(Place, Totals, Vec<String>)>) -> Result<(String, bool), Failure> {
-    let mut totals = Totals::default();
-    let mut parts = Vec::new();
-    for (place, t, suites) in shards {
-        totals.tests += t.tests;
-        totals.failures += t.failures;
-        totals.errors += t.errors;
-        totals.time += t.time;
-        parts.push((place, suites));
-    }
+/// The joined `--junit` report and its totals.
+fn merge_junit(shards: Vec<(Place, Totals, Vec<String>)>) -> Result<(String, Totals), Failure> {
+    let totals = junit_totals(&shards);
+    let parts = shards
+        .into_iter()
+        .map(|(place, _, suites)| (place, suites))
+        .collect();
     let suites = join("JUnit", parts)?;
     let mut out = junit::header(
         totals.tests,
@@ -320,7 +316,7 @@ fn merge_junit(shards: Vec<(Place, Totals, Vec<String>)>) -> Result<(String, boo
         out.push_str(&s);
     }
     out.push_str(junit::FOOTER);
-    Ok((out, totals.failures + totals.errors > 0))
+    Ok((out, totals))
 }
 
 /// `locklab merge`: returns the exit status.
@@ -356,16 +352,28 @@ pub fn run(args: &MergeArgs) -> Result<i32, Failure> {
         need(!junits.is_empty(), "JUnit", "--junit")?;
     }
     let mut code = None;
+    let mut summary = None;
     if !junits.is_empty() {
-        let (xml, failed) = merge_junit(junits)?;
-        code = Some(i32::from(failed));
+        let shards = junits.len();
+        let (xml, totals) = merge_junit(junits)?;
+        code = Some(i32::from(totals.failures + totals.errors > 0));
+        summary = Some(format!(
+            "merged {shards} JUnit shard{}: {} testcases, {} failed, {} in error",
+            plural(shards),
+            totals.tests,
+            totals.failures,
+            totals.errors
+        ));
         if let Some(path) = &args.junit {
             write_file(path, &xml)?;
         }
     }
     if !jsons.is_empty() {
+        let shards = jsons.len();
         let (report, exit_code) = merge_json(jsons)?;
         code = Some(exit_code);
+        // The JSON says more (the verdicts themselves) than the JUnit totals.
+        summary = Some(json_summary(&report, shards));
         if let Some(path) = &args.json {
             write_file(
                 path,
@@ -373,7 +381,67 @@ pub fn run(args: &MergeArgs) -> Result<i32, Failure> {
             )?;
         }
     }
+    if let Some(line) = summary {
+        println!("{line}; exit status {}", code.unwrap_or(0));
+    }
     Ok(code.unwrap_or(0))
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The JUnit shards' totals, summed.
+fn junit_totals(shards: &[(Place, Totals, Vec<String>)]) -> Totals {
+    shards.iter().fold(Totals::default(), |mut sum, (_, t, _)| {
+        sum.tests += t.tests;
+        sum.failures += t.failures;
+        sum.errors += t.errors;
+        sum.time += t.time;
+        sum
+    })
+}
+
+/// `merged 4 shards: 49 scenarios, 196 verdicts: 70 violated, 126 holding; 196 match,
+/// 0 mismatch, 0 scenario errors`, from the joined JSON report.
+fn json_summary(report: &Value, shards: usize) -> String {
+    let verdicts: Vec<&str> = report["scenarios"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["properties"].as_object())
+        .flat_map(|p| p.values().filter_map(|v| v["verdict"].as_str()))
+        .collect();
+    let count = |v: &str| verdicts.iter().filter(|&&x| x == v).count();
+    let summary = &report["summary"];
+    let n = |key: &str| summary[key].as_u64().unwrap_or(0);
+    let mut line = format!(
+        "merged {shards} shard{}: {} scenarios, {} verdicts: {} violated, {} holding",
+        plural(shards),
+        n("scenarios"),
+        verdicts.len(),
+        count("violated"),
+        count("holds")
+    );
+    for (verdict, words) in [("not_found", "not found by walks"), ("error", "in error")] {
+        if count(verdict) > 0 {
+            line.push_str(&format!(", {} {words}", count(verdict)));
+        }
+    }
+    line.push_str(&format!(
+        "; {} match, {} mismatch, {} scenario errors",
+        n("matched"),
+        n("mismatched"),
+        n("errors")
+    ));
+    if n("unproven") > 0 {
+        line.push_str(&format!(", {} unproven", n("unproven")));
+    }
+    line
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use serde_json::{json, Value};
 
 use crate::cli::ReplayArgs;
 use crate::files::{trace_path, write_file};
-use crate::scenario_args::resolve;
+use crate::scenario_args::{is_trace, load_trace, resolve};
 use crate::search::{Reporter, SearchRun};
 use crate::Failure;
 
@@ -198,20 +198,8 @@ fn jobs_for_scenario(scenario: &Scenario, reports: &Path) -> Result<Vec<Job>, Fa
 
 fn jobs(args: &ReplayArgs) -> Result<Vec<Job>, Failure> {
     let target = PathBuf::from(&args.target);
-    let is_trace = target.extension().is_some_and(|e| e == "json");
-    if is_trace {
-        let trace = trace::load(&target).map_err(|e| Failure::BadInput(e.to_string()))?;
-        let bad = |e: trace::TraceError| Failure::BadInput(format!("{}: {e}", target.display()));
-        let scenario = trace.scenario().map_err(bad)?;
-        let property = trace.property().map_err(bad)?;
-        let model = LockModel::new(&scenario);
-        if model_replay(&model, &trace.actions).is_none() {
-            return Err(Failure::BadInput(format!(
-                "{}: actions: the steps do not apply to the embedded scenario {}",
-                target.display(),
-                scenario.name
-            )));
-        }
+    if is_trace(&target) {
+        let (trace, scenario, property) = load_trace(&target)?;
         return Ok(vec![Job {
             scenario,
             property,

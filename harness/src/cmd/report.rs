@@ -1,6 +1,6 @@
 //! `locklab report`: model-check the scenarios and regenerate the gallery.
 //!
-//! Writes, under `--out` (default `reports/`):
+//! Writes, under `--reports DIR` (default `reports/`; `--out` is the former name):
 //! - `traces/<scenario>.<property>.json`, exactly as `check` writes them;
 //! - `index.html` and `index.md`: the verdict matrix (designs × properties, each cell a
 //!   colour *and* a symbol, expected against found) and the list of scenarios;
@@ -42,15 +42,15 @@ pub fn run(args: &ReportArgs) -> Result<i32, Failure> {
     // Design order, then name: the matrix groups the designs.
     scenarios.sort_by(|a, b| (a.design, &a.name).cmp(&(b.design, &b.name)));
     let options = search_options(&args.search);
-    let outcomes = check_all(&scenarios, &options, &args.out)?;
+    let outcomes = check_all(&scenarios, &options, &args.reports)?;
     let pages = outcomes
         .iter()
-        .map(|o| report::page(o, &args.out))
+        .map(|o| report::page(o, &args.reports))
         .collect::<Result<Vec<_>, _>>()?;
-    write(&args.out, &pages)?;
+    write(&args.reports, &pages)?;
     eprintln!(
         "wrote {} and {} scenario pages",
-        args.out.join("index.html").display(),
+        args.reports.join("index.html").display(),
         pages.len()
     );
     Ok(exit_code(&outcomes))

@@ -169,13 +169,13 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
         out,
         "<h2 id=\"{p}\"><code>{p}</code> is violated</h2>\n<p>Shortest counterexample: \
          {} steps; the property breaks at step {} (<em>{}</em>). Trace: \
-         <a href=\"{}\">{}.{p}.json</a>; in a terminal: <code>locklab explain {name} \
-         --property {p}</code>.</p>",
+         <a href=\"{}\">{}.{p}.json</a>; in a terminal: <code>{}</code>.</p>",
         c.steps,
         c.broke_at,
         escape(&c.breaking_step),
         escape(&c.trace_link),
         escape(name),
+        escape(&c.explain),
         p = c.property,
     );
     if let Some(cause) = &c.cause {

@@ -101,8 +101,8 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
         out,
         "<a id=\"{p}\"></a>\n\n## `{p}` is violated\n\nShortest counterexample: {} steps; the \
          property breaks at step {} (*{}*). Trace: [{name}.{p}.json]({}); in a terminal: \
-         `locklab explain {name} --property {p}`.\n",
-        c.steps, c.broke_at, c.breaking_step, c.trace_link
+         `{}`.\n",
+        c.steps, c.broke_at, c.breaking_step, c.trace_link, c.explain
     );
     if let Some(cause) = &c.cause {
         let _ = writeln!(out, "**{}**\n", sentence(cause));

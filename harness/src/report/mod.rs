@@ -16,6 +16,7 @@ use std::path::Path;
 
 use locklab_model::scenario::{Expectation, Property, Scenario};
 
+use crate::files::explain_command;
 use crate::fix::{self, Fix};
 use crate::pitfall::{self, Pattern};
 use crate::sequence;
@@ -83,6 +84,8 @@ pub struct Counterexample {
     pub fix: Option<Fix>,
     /// What the violation needs ("needs: a pause of the holder"), once computed.
     pub cause: Option<String>,
+    /// The command that narrates it in a terminal, with the scenario's path.
+    pub explain: String,
 }
 
 /// A scenario page.
@@ -196,6 +199,7 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
             replay: replay::load(reports, &name, property)?,
             fix: fix::for_trace(trace),
             cause: p.cause.as_ref().map(|c| c.text()),
+            explain: explain_command(&o.scenario.path, p.property),
         });
     }
     Ok(Page {

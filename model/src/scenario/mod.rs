@@ -268,6 +268,7 @@ pub enum Arrival {
 
 /// `[timing]`: logical time bounds, in ticks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(into = "TimingJson")]
 pub struct Timing {
     /// `ttl` (required): lease length.
     pub ttl: u32,
@@ -283,12 +284,44 @@ pub struct Timing {
     pub clock_jump: u32,
     /// `node_drift` (default 0): ticks each node's clock may run ahead over the run, one
     /// tick at a time at any moment (a clock that runs fast). Left out of JSON when 0.
-    #[serde(skip_serializing_if = "is_zero")]
     pub node_drift: u32,
     /// `drift_allowance` (default `node_drift`; `redlock` only): ticks Redlock takes off
-    /// every validity for clock drift. Left out of JSON when 0.
-    #[serde(skip_serializing_if = "is_zero")]
+    /// every validity for clock drift. Left out of JSON when it and `node_drift` are 0.
     pub drift_allowance: u32,
+}
+
+/// [`Timing`] as JSON (a trace embeds it, and a trace's scenario is read back from it):
+/// `node_drift` only when not 0, and `drift_allowance` whenever it is not 0 or
+/// `node_drift` is not, since its default is `node_drift` (an allowance of 0 under drift
+/// left out would read back as an allowance equal to the drift, another scenario).
+#[derive(Serialize)]
+struct TimingJson {
+    ttl: u32,
+    work: u32,
+    max_step_delay: u32,
+    horizon: u32,
+    tick_ms: u64,
+    clock_jump: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node_drift: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    drift_allowance: Option<u32>,
+}
+
+impl From<Timing> for TimingJson {
+    fn from(t: Timing) -> Self {
+        TimingJson {
+            ttl: t.ttl,
+            work: t.work,
+            max_step_delay: t.max_step_delay,
+            horizon: t.horizon,
+            tick_ms: t.tick_ms,
+            clock_jump: t.clock_jump,
+            node_drift: (t.node_drift != 0).then_some(t.node_drift),
+            drift_allowance: (t.drift_allowance != 0 || t.node_drift != 0)
+                .then_some(t.drift_allowance),
+        }
+    }
 }
 
 /// `[faults]`: how many of each fault the checker may inject.

@@ -265,6 +265,19 @@ fn node_drift_and_drift_allowance() {
     assert_eq!((s.timing.node_drift, s.timing.drift_allowance), (1, 1));
     let s = Scenario::parse(&with("node_drift = 1\ndrift_allowance = 0"), FILE).unwrap();
     assert_eq!((s.timing.node_drift, s.timing.drift_allowance), (1, 0));
+    // Written as a trace embeds it, and read back: the same timing, an allowance of 0
+    // under drift included (its default is the drift). Without drift, neither key.
+    for extra in ["node_drift = 1\ndrift_allowance = 0", "node_drift = 1", ""] {
+        let s = Scenario::parse(&with(extra), FILE).unwrap();
+        let mut value = serde_json::to_value(&s).unwrap();
+        value.as_object_mut().unwrap().remove("path");
+        let back = Scenario::parse(&toml::to_string(&value).unwrap(), FILE).unwrap();
+        assert_eq!(back.timing, s.timing, "{extra:?}");
+        let timing = value["timing"].as_object().unwrap();
+        let drift = !extra.is_empty();
+        assert_eq!(timing.contains_key("node_drift"), drift, "{extra:?}");
+        assert_eq!(timing.contains_key("drift_allowance"), drift, "{extra:?}");
+    }
     let msg = fail(
         &with("node_drift = 15"),
         "timing.node_drift",
