@@ -25,15 +25,68 @@ fn result_text(status: Status) -> &'static str {
     }
 }
 
-/// The table, notes for vacuous or bounded scenarios, and a summary. Each "holds" row
-/// says what it was tested against (`ScenarioOutcome::coverage_text`).
-pub fn render(outcomes: &[ScenarioOutcome]) -> String {
-    let mut rows: Vec<[String; 10]> = vec![HEADER.map(str::to_string)];
-    for o in outcomes {
-        for (k, p) in o.properties.iter().enumerate() {
+/// The column widths of a table.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    widths: [usize; 10],
+}
+
+impl Layout {
+    /// Widths chosen before any search ends, from the scenarios' names (rows printed as
+    /// each scenario finishes): numbers get room for billions of states and hours; a
+    /// wider cell pushes its row's later columns right, and nothing is cut.
+    pub fn ahead<'a>(names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut widths = HEADER.map(str::len);
+        let name = names
+            .into_iter()
+            .map(|n| n.chars().count())
+            .max()
+            .unwrap_or(0);
+        for (w, least) in widths.iter_mut().zip([8, name, 18, 8, 8, 5, 10, 10, 8, 0]) {
+            *w = (*w).max(least);
+        }
+        Layout { widths }
+    }
+
+    /// The header line.
+    pub fn header(&self) -> String {
+        self.line(&HEADER.map(str::to_string))
+    }
+
+    /// One scenario's rows, one line per property.
+    pub fn rows(&self, o: &ScenarioOutcome) -> String {
+        rows(o).iter().map(|row| self.line(row)).collect()
+    }
+
+    fn line(&self, row: &[String; 10]) -> String {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i > 0 {
+                line.push_str("  ");
+            }
+            let pad = self.widths[i].saturating_sub(cell.chars().count());
+            if RIGHT[i] {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        format!("{}\n", line.trim_end())
+    }
+}
+
+/// One scenario's cells, a row per property. Each "holds" row says what it was tested
+/// against (`ScenarioOutcome::coverage_text`).
+fn rows(o: &ScenarioOutcome) -> Vec<[String; 10]> {
+    o.properties
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
             let first = k == 0;
             let stat = |v: String| if first { v } else { String::new() };
-            rows.push([
+            [
                 result_text(p.status()).to_string(),
                 o.name().to_string(),
                 p.property.to_string(),
@@ -52,34 +105,15 @@ pub fn render(outcomes: &[ScenarioOutcome]) -> String {
                 } else {
                     String::new()
                 },
-            ]);
-        }
-    }
-    let mut widths = [0usize; 10];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in &rows {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i > 0 {
-                line.push_str("  ");
-            }
-            let pad = widths[i] - cell.chars().count();
-            if RIGHT[i] {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            }
-        }
-        let _ = writeln!(out, "{}", line.trim_end());
-    }
+            ]
+        })
+        .collect()
+}
 
+/// What follows the rows: the notes (causes, errors, mismatches with their traces and
+/// explain commands) and the summary line.
+pub fn render_notes(outcomes: &[ScenarioOutcome]) -> String {
+    let mut out = String::new();
     let mut notes = String::new();
     // What each violation needs, where it was computed.
     for o in outcomes {

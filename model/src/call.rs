@@ -40,6 +40,11 @@ pub const COMMANDS: &[&str] = &[
     "HDEL",
     "HEXISTS",
     "HINCRBY",
+    "LPUSH",
+    "RPUSH",
+    "LPOP",
+    "RPOP",
+    "LLEN",
     "PUBLISH",
     "TIME",
 ];
@@ -247,6 +252,16 @@ impl Exec<'_> {
                 Ok(self.hset(key, pairs))
             }
             ("HDEL", [key, fields @ ..]) if !fields.is_empty() => Ok(self.hdel(key, fields)),
+            ("LPUSH" | "RPUSH", [key, elements @ ..]) if !elements.is_empty() => Ok(self
+                .push(key, elements, upper == "LPUSH")
+                .map_or_else(Reply::Error, Reply::Int)),
+            ("LPOP" | "RPOP", [key]) => Ok(self
+                .pop(key, upper == "LPOP")
+                .map_or_else(Reply::Error, |e| e.map_or(Reply::Nil, Reply::Bulk))),
+            ("LLEN", [key]) => Ok(match self.list(key) {
+                Err(e) => Reply::Error(e),
+                Ok(l) => Reply::Int(l.map_or(0, |l| i64::try_from(l.len()).unwrap_or(i64::MAX))),
+            }),
             // Nobody subscribes in the model.
             ("PUBLISH", [_, _]) => Ok(Reply::Int(0)),
             ("TIME", []) => Ok(self.time()),

@@ -908,7 +908,8 @@ impl LockModel {
         let clock = self.node_clock(s, node);
         let before = self.counts_offsets().then(|| s.nodes[node].data.clone());
         let mut exec = Exec::new(&mut s.nodes[node].data, clock, client_index(i))
-            .with_tick_ms(self.cfg.unit_ms);
+            .with_tick_ms(self.cfg.unit_ms)
+            .watching(&self.cfg.key);
         let reply = exec.run(command);
         if self.cfg.custom.is_some() {
             let fault = run_fault::judge(

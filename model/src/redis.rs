@@ -14,6 +14,9 @@ pub enum Value {
     /// A hash (field, value), in the order the fields were added, as Redis's small
     /// hashes keep them (`HGETALL` answers in that order).
     Hash(Vec<(String, String)>),
+    /// A list, head first (a lock's signal list for its waiters, as python-redis-lock
+    /// keeps one).
+    List(Vec<String>),
 }
 
 /// One key's entry.
@@ -69,7 +72,8 @@ impl Data {
 /// What a command did to the lock key, for the ghost checks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Effect {
-    /// Entries (their owners) that the command deleted or overwrote.
+    /// Entries of the lock key (their owners) that the command deleted, overwrote or
+    /// changed the expiry of ([`Exec::watching`]: of every key when no lock key is set).
     pub displaced: Vec<Option<u8>>,
 }
 
@@ -84,6 +88,8 @@ pub struct Exec<'a> {
     clock: i64,
     client: u8,
     tick_ms: u64,
+    /// The lock key, the one key whose displaced entries count ([`Exec::watching`]).
+    lock_key: Option<&'a str>,
     /// What the command displaced.
     pub effect: Effect,
     /// Set when a command or script did something the model does not implement (a
@@ -104,6 +110,7 @@ impl<'a> Exec<'a> {
             clock,
             client,
             tick_ms: 1,
+            lock_key: None,
             effect: Effect::default(),
             unmodelled: None,
             script_line: None,
@@ -115,6 +122,22 @@ impl<'a> Exec<'a> {
     pub fn with_tick_ms(mut self, tick_ms: u64) -> Self {
         self.tick_ms = tick_ms.max(1);
         self
+    }
+
+    /// The same executor counting displaced entries of `key` only: a script that
+    /// deletes or rewrites another key (a signal list its waiters read) changes no lock.
+    #[must_use]
+    pub fn watching(mut self, key: &'a str) -> Self {
+        self.lock_key = Some(key);
+        self
+    }
+
+    /// Note that the entry of `key` owned by `owner` was deleted, overwritten or given
+    /// another expiry, when `key` is the lock key.
+    fn displace(&mut self, key: &str, owner: Option<u8>) {
+        if self.lock_key.is_none_or(|k| k == key) {
+            self.effect.displaced.push(owner);
+        }
     }
 
     /// Milliseconds a tick.
@@ -152,8 +175,68 @@ impl<'a> Exec<'a> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::Hash(h)) => Ok(Some(h)),
-            Some(Value::Str(_)) => Err(wrongtype()),
+            Some(Value::Str(_) | Value::List(_)) => Err(wrongtype()),
         }
+    }
+
+    /// The list under `key`: `None` when missing, `WRONGTYPE` for another type.
+    pub(crate) fn list(&self, key: &str) -> Result<Option<&Vec<String>>, String> {
+        match self.data.entry(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::List(l)) => Ok(Some(l)),
+            Some(Value::Str(_) | Value::Hash(_)) => Err(wrongtype()),
+        }
+    }
+
+    /// `LPUSH` (`head`) or `RPUSH key element ...`: the list's new length. A new key is
+    /// this client's entry, without expiry.
+    pub(crate) fn push(&mut self, key: &str, elements: &[&str], head: bool) -> Result<i64, String> {
+        self.list(key)?;
+        let client = self.client;
+        if self.data.entry(key).is_none() {
+            self.data.put(
+                key,
+                Entry {
+                    value: Value::List(Vec::new()),
+                    expires_at: None,
+                    owner: Some(client),
+                },
+            );
+        }
+        let Some(Entry {
+            value: Value::List(l),
+            ..
+        }) = self.data.entry_mut(key)
+        else {
+            unreachable!("a list is there")
+        };
+        for element in elements {
+            if head {
+                l.insert(0, (*element).to_string());
+            } else {
+                l.push((*element).to_string());
+            }
+        }
+        Ok(i64::try_from(l.len()).unwrap_or(i64::MAX))
+    }
+
+    /// `LPOP` (`head`) or `RPOP key`: the element taken off; the key goes with its last.
+    pub(crate) fn pop(&mut self, key: &str, head: bool) -> Result<Option<String>, String> {
+        if self.list(key)?.is_none() {
+            return Ok(None);
+        }
+        let Some(Entry {
+            value: Value::List(l),
+            ..
+        }) = self.data.entry_mut(key)
+        else {
+            return Ok(None);
+        };
+        let element = if head { Some(l.remove(0)) } else { l.pop() };
+        if l.is_empty() {
+            self.data.remove(key);
+        }
+        Ok(element)
     }
 
     /// `HSET key field value` for one field: whether the field is new. A new key is
@@ -233,8 +316,8 @@ impl<'a> Exec<'a> {
     }
 
     pub(crate) fn write(&mut self, key: &str, value: Value, expires_at: Option<i64>) {
-        if let Some(old) = self.data.entry(key) {
-            self.effect.displaced.push(old.owner);
+        if let Some(owner) = self.data.entry(key).map(|e| e.owner) {
+            self.displace(key, owner);
         }
         self.data.put(
             key,
@@ -250,7 +333,7 @@ impl<'a> Exec<'a> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(s.clone())),
-            Some(Value::Hash(_)) => Err(wrongtype()),
+            Some(Value::Hash(_) | Value::List(_)) => Err(wrongtype()),
         }
     }
 
@@ -337,7 +420,7 @@ impl Exec<'_> {
     pub fn del(&mut self, key: &str) -> i64 {
         match self.data.remove(key) {
             Some(old) => {
-                self.effect.displaced.push(old.owner);
+                self.displace(key, old.owner);
                 1
             }
             None => 0,
@@ -360,8 +443,9 @@ impl Exec<'_> {
         match self.data.entry_mut(key) {
             Some(e) => {
                 e.expires_at = Some(at);
+                let owner = e.owner;
                 // Changing the expiry of another client's entry changes its lock.
-                self.effect.displaced.push(e.owner);
+                self.displace(key, owner);
                 1
             }
             None => 0,
@@ -387,7 +471,7 @@ impl Exec<'_> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(false),
             Some(Value::Hash(h)) => Ok(h.iter().any(|(f, _)| f == field)),
-            Some(Value::Str(_)) => Err(wrongtype()),
+            Some(Value::Str(_) | Value::List(_)) => Err(wrongtype()),
         }
     }
 
@@ -444,6 +528,22 @@ mod tests {
         assert_eq!(ex.run(&del("b")), Reply::Int(0));
         assert_eq!(ex.effect.displaced, vec![]);
         assert_eq!(ex.run(&del("a")), Reply::Int(1));
+        assert_eq!(ex.effect.displaced, vec![Some(0)]);
+    }
+
+    /// Watching the lock key, only its entries count as displaced: a release that
+    /// empties a signal list another client pushed changes no lock.
+    #[test]
+    fn only_the_watched_key_is_displaced() {
+        let words = |w: &str| w.split_whitespace().map(String::from).collect::<Vec<_>>();
+        let mut d = Data::default();
+        Exec::new(&mut d, 0, 0).call(&words("SET lock t1"));
+        Exec::new(&mut d, 0, 0).call(&words("LPUSH lock-signal 1"));
+        let mut ex = Exec::new(&mut d, 1, 1).watching("lock");
+        assert_eq!(ex.call(&words("DEL lock-signal")), Reply::Int(1));
+        assert_eq!(ex.call(&words("LPUSH lock-signal 1")), Reply::Int(1));
+        assert_eq!(ex.effect.displaced, vec![]);
+        assert_eq!(ex.call(&words("DEL lock")), Reply::Int(1));
         assert_eq!(ex.effect.displaced, vec![Some(0)]);
     }
 

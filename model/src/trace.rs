@@ -102,8 +102,8 @@ impl From<ScenarioError> for TraceError {
 /// The lock key as stored on one node.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KeyState {
-    /// The value: a string (the token or timestamp), or for a hash an object of fields
-    /// to counts (reentrant design).
+    /// The value: a string (the token or timestamp), for a hash an object of fields
+    /// to counts (reentrant design), for a list an array.
     pub value: Json,
     /// Ghost state: the client whose command last wrote the entry (`"client1"`).
     pub owner: Option<String>,
@@ -233,6 +233,7 @@ fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
     let e = node.data.entry(&model.cfg.key)?;
     let value = match &e.value {
         Value::Str(v) => Json::String(v.clone()),
+        Value::List(items) => Json::from(items.clone()),
         Value::Hash(fields) => Json::Object(
             fields
                 .iter()

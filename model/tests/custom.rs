@@ -422,6 +422,8 @@ fn the_examples_of_steps_reentry_and_libraries_give_their_expected_verdicts() {
         "reentrant-counting-bug.toml",
         "redis-py-lock-pause.toml",
         "redis-py-lock-failover.toml",
+        "python-redis-lock-pause.toml",
+        "python-redis-lock-failover.toml",
     ] {
         expect_verdicts(file);
     }

@@ -269,6 +269,7 @@ impl Sim {
                 assert_eq!(fields.len(), 1, "one owner field: {fields:?}");
                 Some(fields[0].0.clone())
             }
+            Value::List(items) => panic!("no design keeps its lock in a list: {items:?}"),
         }
     }
 

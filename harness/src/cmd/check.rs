@@ -1,6 +1,7 @@
 //! `locklab check`: model-check scenarios and compare the verdicts with their `expect`.
 
 use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use locklab_model::scenario::{Scenario, DEFAULT_DIR};
@@ -93,14 +94,28 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         ));
     }
     let reports = traces_dir(args.reports.as_deref(), &scenarios)?;
-    let outcomes = check_with(&reporter, &scenarios, &options, &reports, args.cause)?;
     // `--json -` takes stdout for the JSON; the table then goes to stderr.
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
-    if json_to_stdout {
-        eprint!("{}", table::render(&outcomes));
-    } else {
-        print!("{}", table::render(&outcomes));
-    }
+    let show = |text: &str| {
+        if json_to_stdout {
+            eprint!("{text}");
+        } else {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+    };
+    // Each scenario's rows as it finishes, the header before the first.
+    let layout = table::Layout::ahead(scenarios.iter().map(|s| s.name.as_str()));
+    let mut header = Some(layout.header());
+    let outcomes = check_with(
+        &reporter,
+        &scenarios,
+        &options,
+        &reports,
+        args.cause,
+        &mut |o| show(&(header.take().unwrap_or_default() + &layout.rows(o))),
+    )?;
+    show(&table::render_notes(&outcomes));
     let code = exit_code_allowing(&outcomes, args.strategy.allow_unproven);
     if let Some(path) = &args.json {
         let json = output::json(&outcomes, code, part.as_ref());
@@ -124,18 +139,26 @@ pub fn check_all(
     options: &SearchOptions,
     reports: &Path,
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
-    check_with(&Reporter::new(), scenarios, options, reports, true)
+    check_with(
+        &Reporter::new(),
+        scenarios,
+        options,
+        reports,
+        true,
+        &mut |_| {},
+    )
 }
 
 /// [`check_all`] with a given reporter (which may run random walks instead), the
 /// causes computed only when `causes` is set (a search per ingredient of each scenario
-/// with a violation).
+/// with a violation); `done` sees each scenario's outcome as it finishes.
 pub fn check_with(
     reporter: &Reporter,
     scenarios: &[Scenario],
     options: &SearchOptions,
     reports: &Path,
     causes: bool,
+    done: &mut dyn FnMut(&ScenarioOutcome),
 ) -> Result<Vec<ScenarioOutcome>, Failure> {
     let mut outcomes = Vec::with_capacity(scenarios.len());
     for (k, scenario) in scenarios.iter().enumerate() {
@@ -147,6 +170,7 @@ pub fn check_with(
             attach_causes(&mut o, &searched.model, &without);
         }
         write_traces(&mut o, reports)?;
+        done(&o);
         outcomes.push(o);
     }
     Ok(outcomes)
