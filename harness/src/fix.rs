@@ -582,7 +582,8 @@ mod custom {
                 );
                 (remedy, why)
             }
-            (Harm::GrantedAfterDelete { by: None } | Harm::GrantedAfterLoss, _) => {
+            (Harm::GrantedAfterDelete { by: None }, _) | (Harm::GrantedAfterLoss { .. }, _) => {
+                let paused = matches!(b.harm, Harm::GrantedAfterLoss { paused: true });
                 let culprit = Culprit::of(trace);
                 let renews = scenario
                     .lock
@@ -594,13 +595,18 @@ mod custom {
                     _ => fix(scenario.design, property, culprit, scenario.fencing),
                 };
                 let why = format!(
-                    "{} and found no entry there: the first holder's had {}. {}",
+                    "{} and found no entry there: the first holder's had {}{}. {}",
                     at(&b),
                     match culprit {
                         Culprit::Failover | Culprit::SplitBrain | Culprit::Restart => {
                             "been lost with its node"
                         }
                         _ => "expired while it was still inside",
+                    },
+                    if paused {
+                        " (its process paused, stop-the-world)"
+                    } else {
+                        ""
                     },
                     general.why
                 );
@@ -657,11 +663,13 @@ mod custom {
         Fix {
             remedy: Cow::Borrowed(
                 "renew sooner (a smaller `renew.every`) or with a longer ttl, so that each \
-                 renewal lands before the lease it extends ends, delays included",
+                 renewal lands before the lease it extends ends, delays included; and fence \
+                 the resource (fencing = \"all\") for a holder stopped longer than a lease",
             ),
             why: Cow::Borrowed(
-                "The `renew` step did run, but not in time: the lease it was to extend had \
-                 already run out, and by then another client had the lock.",
+                "The `renew` step keeps a lease only while each renewal lands before the \
+                 lease it extends ends; a renewal that arrives late, or none at all from a \
+                 stopped holder, lets the key expire under a holder that is still inside.",
             ),
         }
     }

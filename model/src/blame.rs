@@ -56,8 +56,9 @@ pub enum Harm {
     /// `harm` is this same kind, with `by` empty).
     GrantedAfterDelete { by: Option<Box<Blame>> },
     /// It granted the lock on a node without the first holder's entry: that entry had
-    /// expired or was lost with a node.
-    GrantedAfterLoss,
+    /// expired or was lost with a node; `paused` when that holder's process was
+    /// stopped (stop-the-world) at the time.
+    GrantedAfterLoss { paused: bool },
     /// It wrote the entry that is left without an expiry.
     LeftWithoutExpiry,
 }
@@ -130,11 +131,18 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
                 if client != c || !matches!(name, StepName::Acquire(_) | StepName::Reenter) {
                     return None;
                 }
+                // The first holder: another client inside when the second got in.
+                let paused = states[j + 1]
+                    .clients
+                    .iter()
+                    .enumerate()
+                    .any(|(o, cl)| o != c && model.in_critical_section(cl) && cl.paused);
+                let lost = Harm::GrantedAfterLoss { paused };
                 let harm = match entry_owner(&states[i], node) {
                     Some(owner) if owner != u8::try_from(c).ok() => Harm::GrantedOverLive {
                         holder: owner.map(usize::from),
                     },
-                    Some(_) => Harm::GrantedAfterLoss,
+                    Some(_) => lost,
                     None => {
                         // The last time a request took the entry off this node, if the
                         // entry's client was still inside then.
@@ -152,7 +160,7 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
                             Some(by) => Harm::GrantedAfterDelete {
                                 by: Some(Box::new(by)),
                             },
-                            None => Harm::GrantedAfterLoss,
+                            None => lost,
                         }
                     }
                 };

@@ -23,7 +23,10 @@ td.mismatch{outline:3px solid #6a1b9a;outline-offset:-3px;font-weight:bold}
 .muted{color:#57606a}
 .lead{font-size:1.1em}
 .pair{display:flex;flex-wrap:wrap;gap:20px;align-items:flex-start}
-.diagram{overflow-x:auto;border:1px solid #d0d7de;border-radius:6px;padding:4px;background:#fff;max-width:100%}
+.diagram{overflow-x:auto;border:1px solid #d0d7de;border-radius:6px;background:#fff;max-width:100%}
+.seq{display:grid;width:max-content}.seq>svg{grid-area:1/1}.seq>svg.gutter{position:sticky;left:0;z-index:1}
+td .summary{display:block;font-size:12px;color:#57606a;max-width:420px}
+.soak img{max-width:100%;border:1px solid #d0d7de;border-radius:6px}
 .replay{min-width:380px;flex:1}
 .replay table{font-size:13px}
 .fix{background:#eef6ff;border-left:4px solid #1565c0;padding:8px 14px;margin:12px 0}
@@ -81,7 +84,7 @@ pub fn index(pages: &[Page]) -> String {
         property_heads()
     );
     let rows = matrix(pages);
-    for (i, (design, name, verdicts)) in rows.iter().enumerate() {
+    for (i, (design, name, summary, verdicts)) in rows.iter().enumerate() {
         let first = i == 0 || rows[i - 1].0 != *design;
         let _ = write!(out, "<tr>");
         if first {
@@ -90,8 +93,9 @@ pub fn index(pages: &[Page]) -> String {
         }
         let _ = write!(
             out,
-            "<td><a href=\"scenarios/{0}.html\">{0}</a></td>",
-            escape(name)
+            "<td><a href=\"scenarios/{0}.html\">{0}</a><span class=\"summary\">{1}</span></td>",
+            escape(name),
+            escape(summary)
         );
         for v in verdicts.iter() {
             let href = format!("scenarios/{name}.html#{}", v.property);
@@ -185,9 +189,15 @@ fn counterexample(out: &mut String, name: &str, c: &Counterexample) {
             escape(&sentence(cause))
         );
     }
-    let _ = writeln!(out, "<div class=\"pair\">\n<div class=\"diagram\">");
+    // The step column is drawn twice: in the diagram, and over it, kept in view while
+    // a wide diagram scrolls.
+    let _ = writeln!(
+        out,
+        "<div class=\"pair\">\n<div class=\"diagram\"><div class=\"seq\">"
+    );
     out.push_str(&c.svg);
-    let _ = writeln!(out, "</div>");
+    out.push_str(&c.gutter);
+    let _ = writeln!(out, "</div></div>");
     if let Some(r) = &c.replay {
         replay_block(out, r);
     }
@@ -250,6 +260,18 @@ pub fn page(p: &Page) -> String {
     }
     for c in &p.counterexamples {
         counterexample(&mut out, &s.name, c);
+    }
+    if let Some(soak) = &p.soak {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"soak\">Soak on real Redis</h2>\n<p>The same lock soaked on real Redis \
+             containers with faults injected at random (<code>locklab soak</code>): each \
+             client's critical sections, the faults shaded, each property's first violation \
+             marked. <a href=\"{0}\">The timeline on its own</a>.</p>\n<p class=\"soak\">\
+             <img src=\"{0}\" alt=\"soak timeline of {1}\"></p>",
+            escape(soak),
+            escape(&s.name)
+        );
     }
     if p.counterexamples.is_empty() && p.error.is_none() {
         let _ = writeln!(

@@ -22,7 +22,7 @@ pub fn index(pages: &[Page]) -> String {
     let heads: Vec<String> = Property::ALL.iter().map(|p| format!("`{p}`")).collect();
     let _ = writeln!(out, "| design | scenario | {} |", heads.join(" | "));
     let _ = writeln!(out, "|---|---|{}", "---|".repeat(heads.len()));
-    for (design, name, verdicts) in matrix(pages) {
+    for (design, name, summary, verdicts) in matrix(pages) {
         let cells: Vec<String> = verdicts
             .iter()
             .map(|v| {
@@ -36,7 +36,8 @@ pub fn index(pages: &[Page]) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "| `{design}` | [{name}](scenarios/{name}.md) | {} |",
+            "| `{design}` | [{name}](scenarios/{name}.md)<br>{} | {} |",
+            cell(summary),
             cells.join(" | ")
         );
     }
@@ -167,6 +168,16 @@ pub fn page(p: &Page) -> String {
             out,
             "Every property holds: the model found no counterexample in any interleaving \
              within the scenario's bounds.\n"
+        );
+    }
+    if let Some(soak) = &p.soak {
+        let _ = writeln!(
+            out,
+            "## Soak on real Redis\n\nThe same lock soaked on real Redis containers with \
+             faults injected at random (`locklab soak`): each client's critical sections, \
+             the faults shaded, each property's first violation marked.\n\n\
+             ![Soak timeline of {}]({soak})\n",
+            s.name
         );
     }
     // One trailing newline.

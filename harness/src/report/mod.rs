@@ -76,6 +76,9 @@ pub struct Counterexample {
     /// The last step's words (what broke it).
     pub breaking_step: String,
     pub svg: String,
+    /// The diagram's step column alone ([`sequence::svg::gutter`]), kept in view over a
+    /// wide diagram as it scrolls.
+    pub gutter: String,
     /// `<scenario>.<property>.svg`, beside the page.
     pub svg_file: String,
     /// The trace, relative to the page.
@@ -97,6 +100,8 @@ pub struct Page {
     pub verdicts: Vec<Verdict>,
     pub counterexamples: Vec<Counterexample>,
     pub error: Option<String>,
+    /// The scenario's soak timeline (`../soak/<name>.svg`), when a soak drew one.
+    pub soak: Option<String>,
 }
 
 fn verdicts(o: &ScenarioOutcome) -> Vec<Verdict> {
@@ -194,6 +199,7 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
                 .map(|s| s.action.clone())
                 .unwrap_or_default(),
             svg: sequence::svg::render(&seq, &format!("{name}.{property}")),
+            gutter: sequence::svg::gutter(&seq),
             svg_file: format!("{name}.{property}.svg"),
             trace_link: format!("../traces/{name}.{property}.json"),
             replay: replay::load(reports, &name, property)?,
@@ -209,6 +215,11 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
         verdicts: verdicts(o),
         counterexamples,
         error: o.error(),
+        soak: reports
+            .join("soak")
+            .join(format!("{name}.svg"))
+            .is_file()
+            .then(|| format!("../soak/{name}.svg")),
     })
 }
 
@@ -217,14 +228,16 @@ pub fn sentence(cause: &str) -> String {
     format!("The violation {cause}.")
 }
 
-/// The matrix rows: one per scenario, grouped by design.
-pub fn matrix(pages: &[Page]) -> Vec<(&str, &str, &[Verdict])> {
+/// The matrix rows: one per scenario, grouped by design: design, name, one-line
+/// summary, verdicts.
+pub fn matrix(pages: &[Page]) -> Vec<(&str, &str, &str, &[Verdict])> {
     pages
         .iter()
         .map(|p| {
             (
                 p.scenario.design.as_str(),
                 p.scenario.name.as_str(),
+                p.scenario.summary.as_str(),
                 p.verdicts.as_slice(),
             )
         })

@@ -64,6 +64,9 @@ pub struct Row {
     pub broken: Vec<String>,
     /// When a property broke: what each client was doing.
     pub clients: Vec<String>,
+    /// The client lanes paused (stop-the-world) after the step, until a later row
+    /// resumes them: drawn on their lifelines.
+    pub paused: Vec<usize>,
 }
 
 /// The diagram of one counterexample.
@@ -156,6 +159,16 @@ fn skew_of(s: &Snapshot) -> Vec<String> {
         .collect()
 }
 
+/// The clients a snapshot says are paused (`"critical section (next: write), paused"`).
+fn paused_of(s: &Snapshot) -> Vec<usize> {
+    s.clients
+        .iter()
+        .enumerate()
+        .filter(|(_, what)| what.ends_with(", paused"))
+        .map(|(c, _)| c)
+        .collect()
+}
+
 /// Builds the diagram of `trace`.
 pub fn build(trace: &Trace) -> Sequence {
     let clients = trace.initial.client_clocks.len();
@@ -195,6 +208,7 @@ pub fn build(trace: &Trace) -> Sequence {
             skew: skew_of(&step.after),
             broken: Vec::new(),
             clients: Vec::new(),
+            paused: paused_of(&step.after),
         };
         let mut out: Vec<Row> = Vec::new();
         let slot_node = |m: usize, serving: &[usize]| serving.get(m).copied().unwrap_or(m);

@@ -25,6 +25,7 @@ const REQUEST: &str = "#263238";
 const RECOVER: &str = "#2e7d32";
 const LOCAL: &str = "#6a1b9a";
 const MUTED: &str = "#78909c";
+const PAUSED: &str = "#ef8f00";
 
 /// A count of lanes, nodes or rows as a pixel factor (diagrams have a few dozen).
 fn px(n: usize) -> i64 {
@@ -40,6 +41,41 @@ fn text_width(s: &str) -> i64 {
     #[allow(clippy::cast_possible_truncation)]
     let w = (s.chars().count() as f64 * CHAR).ceil() as i64;
     w
+}
+
+/// A diagram's size: its width, the height of its rows (above the legend) and in all.
+struct Frame {
+    width: i64,
+    body: i64,
+    height: i64,
+}
+
+fn frame(seq: &Sequence) -> Frame {
+    let skew_width = if seq.rows.iter().any(|r| !r.skew.is_empty()) {
+        seq.rows
+            .iter()
+            .map(|r| text_width(&r.skew.join(", ")))
+            .max()
+            .unwrap_or(0)
+            .max(text_width("other clocks"))
+            + 16
+    } else {
+        0
+    };
+    let keys_x = MARGIN + LANE * px(seq.lanes.len()) + 16;
+    let width = keys_x + KEY * px(seq.nodes()) + skew_width + 8;
+    let bands = px(seq.rows.iter().filter(|r| !r.broken.is_empty()).count());
+    let body = TOP + ROW * (px(seq.rows.len()) + 1) + BAND * 2 * bands + 40;
+    let lines = legend_layout(width)
+        .iter()
+        .map(|&(_, _, line)| line)
+        .max()
+        .map_or(0, |l| l + 1);
+    Frame {
+        width,
+        body,
+        height: body + LEGEND_LINE * lines,
+    }
 }
 
 /// `<text>` with a white halo so that it stays readable across lifelines.
@@ -58,23 +94,16 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     let nodes = seq.nodes();
     let has_skew = seq.rows.iter().any(|r| !r.skew.is_empty());
     let keys_x = MARGIN + LANE * px(lanes) + 16;
-    let skew_width = if has_skew {
-        seq.rows
-            .iter()
-            .map(|r| text_width(&r.skew.join(", ")))
-            .max()
-            .unwrap_or(0)
-            .max(text_width("other clocks"))
-            + 16
-    } else {
-        0
-    };
-    let width = keys_x + KEY * px(nodes) + skew_width + 8;
-    let bands = px(seq.rows.iter().filter(|r| !r.broken.is_empty()).count());
-    let height = TOP + ROW * (px(seq.rows.len()) + 1) + BAND * 2 * bands + 40;
+    let Frame {
+        width,
+        body,
+        height,
+    } = frame(seq);
+    let legend = legend_layout(width);
     let id = id.replace(|c: char| !c.is_ascii_alphanumeric(), "-");
     let head = format!("{id}-head");
     let reply_head = format!("{id}-reply");
+    let hatch = format!("{id}-paused");
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -87,13 +116,13 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     );
     let _ = writeln!(
         out,
-        r#"<defs><marker id="{head}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{REQUEST}"/></marker><marker id="{reply_head}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{REPLY}"/></marker></defs>"#
+        r##"<defs><marker id="{head}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{REQUEST}"/></marker><marker id="{reply_head}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{REPLY}"/></marker><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="6" height="6" fill="#fff3e0"/><rect width="3" height="6" fill="{PAUSED}"/></pattern></defs>"##
     );
     let _ = writeln!(
         out,
         r##"<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>"##
     );
-    let bottom = height - 30;
+    let bottom = body - 30;
     // Lane heads and lifelines.
     for (i, lane) in seq.lanes.iter().enumerate() {
         let cx = x(i);
@@ -153,6 +182,17 @@ pub fn render(seq: &Sequence, id: &str) -> String {
             row.step, row.clock
         );
         let line_y = y - 4;
+        // A paused client's lifeline, from this row to the next: the process stands
+        // still (drawn unlike a reply in flight, which is an arrow).
+        let span = ROW + if row.broken.is_empty() { 0 } else { BAND * 2 };
+        for &l in &row.paused {
+            let _ = writeln!(
+                out,
+                r#"<rect x="{}" y="{line_y}" width="10" height="{span}" fill="url(#{hatch})" stroke="{PAUSED}" stroke-width="1"><title>{} paused (stop-the-world)</title></rect>"#,
+                x(l) - 5,
+                escape(&seq.lanes[l].name)
+            );
+        }
         match &row.event {
             Event::Request { from, to } => {
                 for &t in to {
@@ -297,23 +337,198 @@ pub fn render(seq: &Sequence, id: &str) -> String {
                 width - 8,
                 BAND * 2 - 6
             );
+            // The words start right of the step column, which stays in view
+            // ([`gutter`]) when a wide diagram scrolls.
             let _ = writeln!(
                 out,
-                r#"<text x="12" y="{}" fill="{BROKEN}" font-weight="bold">✖ {} broken here</text>"#,
+                r#"<text x="12" y="{0}" fill="{BROKEN}" font-weight="bold">✖</text><text x="{1}" y="{0}" fill="{BROKEN}" font-weight="bold">{2} broken here</text>"#,
                 band_y + 16,
+                MARGIN + 8,
                 escape(&row.broken.join(", "))
             );
             let _ = writeln!(
                 out,
-                r#"<text x="12" y="{}" fill="{BROKEN}">{}</text>"#,
+                r#"<text x="{}" y="{}" fill="{BROKEN}">{}</text>"#,
+                MARGIN + 8,
                 band_y + 34,
                 escape(&row.clients.join("   "))
             );
             y += BAND * 2;
         }
     }
+    draw_legend(&mut out, &legend, body - 10, &head, &reply_head, &hatch);
     out.push_str("</svg>\n");
     out
+}
+
+/// The step column of [`render`]'s diagram alone, as tall as it: a page lays it over
+/// the diagram's own column and keeps it in view while a wide diagram scrolls.
+pub fn gutter(seq: &Sequence) -> String {
+    let Frame { body, height, .. } = frame(seq);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" class="gutter" width="{MARGIN}" height="{height}" viewBox="0 0 {MARGIN} {height}" font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12" aria-hidden="true"><rect x="0" y="0" width="{MARGIN}" height="{0}" fill="#ffffff"/><line x1="{1}" y1="0" x2="{1}" y2="{0}" stroke="#d0d7de"/>"##,
+        body - 30,
+        MARGIN - 1
+    );
+    let _ = writeln!(
+        out,
+        r#"<text x="8" y="30" font-weight="bold">step</text><text x="8" y="45" font-size="10" fill="{MUTED}">t = clock</text>"#
+    );
+    let mut y = TOP;
+    let _ = writeln!(out, r#"<text x="8" y="{y}" fill="{MUTED}">start</text>"#);
+    for row in &seq.rows {
+        y += ROW;
+        let _ = writeln!(
+            out,
+            r#"<text x="8" y="{y}">{:>3}</text><text x="40" y="{y}" fill="{MUTED}">t={}</text>"#,
+            row.step, row.clock
+        );
+        if !row.broken.is_empty() {
+            let _ = writeln!(
+                out,
+                r##"<rect x="4" y="{}" width="{}" height="{}" fill="#ffebee" stroke="{BROKEN}" stroke-width="1.5"/><text x="12" y="{}" fill="{BROKEN}" font-weight="bold">✖</text>"##,
+                y + 8,
+                MARGIN,
+                BAND * 2 - 6,
+                y + 24
+            );
+            y += BAND * 2;
+        }
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The height of one line of the legend.
+const LEGEND_LINE: i64 = 22;
+
+/// The legend's entries: what each mark means.
+const LEGEND: [(Mark, &str); 10] = [
+    (Mark::Request, "request"),
+    (Mark::Reply, "reply"),
+    (Mark::Held, "reply held (client paused)"),
+    (Mark::Paused, "paused client (stop-the-world)"),
+    (Mark::Replicate, "replication"),
+    (Mark::Local, "local step"),
+    (Mark::Fault, "fault"),
+    (Mark::Recover, "recovery"),
+    (Mark::Tick, "clock tick"),
+    (Mark::Broken, "property broken"),
+];
+
+#[derive(Clone, Copy)]
+enum Mark {
+    Request,
+    Reply,
+    Held,
+    Paused,
+    Replicate,
+    Local,
+    Fault,
+    Recover,
+    Tick,
+    Broken,
+}
+
+/// Each legend entry's mark, x and line, wrapped to `width`.
+fn legend_layout(width: i64) -> Vec<(Mark, i64, i64)> {
+    let (mut lx, mut line) = (8, 0);
+    LEGEND
+        .iter()
+        .map(|&(mark, text)| {
+            let w = 34 + text_width(text) + 18;
+            if lx + w > width - 8 && lx > 8 {
+                lx = 8;
+                line += 1;
+            }
+            let at = (mark, lx, line);
+            lx += w;
+            at
+        })
+        .collect()
+}
+
+fn draw_legend(
+    out: &mut String,
+    layout: &[(Mark, i64, i64)],
+    top: i64,
+    head: &str,
+    reply_head: &str,
+    hatch: &str,
+) {
+    for (&(mark, lx, line), (_, text)) in layout.iter().zip(LEGEND) {
+        let y = top + LEGEND_LINE * line + 12;
+        let gy = y - 4;
+        match mark {
+            Mark::Request => arrow(out, lx, lx + 28, gy, REQUEST, "", head),
+            Mark::Reply => arrow(out, lx, lx + 28, gy, REPLY, "6 4", reply_head),
+            Mark::Replicate => arrow(out, lx, lx + 28, gy, MUTED, "2 3", head),
+            Mark::Held => {
+                let _ = writeln!(
+                    out,
+                    r#"<line x1="{lx}" y1="{gy}" x2="{}" y2="{gy}" stroke="{REPLY}" stroke-width="1.5" stroke-dasharray="6 4"/><rect x="{}" y="{}" width="3" height="14" fill="{FAULT}"/><rect x="{}" y="{}" width="3" height="14" fill="{FAULT}"/>"#,
+                    lx + 20,
+                    lx + 20,
+                    gy - 7,
+                    lx + 25,
+                    gy - 7
+                );
+            }
+            Mark::Paused => {
+                let _ = writeln!(
+                    out,
+                    r#"<rect x="{}" y="{}" width="10" height="18" fill="url(#{hatch})" stroke="{PAUSED}" stroke-width="1"/>"#,
+                    lx + 9,
+                    gy - 9
+                );
+            }
+            Mark::Local => {
+                let cx = lx + 14;
+                let _ = writeln!(
+                    out,
+                    r#"<path d="M{cx},{} L{},{gy} L{cx},{} L{},{gy} z" fill="{LOCAL}"/>"#,
+                    gy - 6,
+                    cx + 6,
+                    gy + 6,
+                    cx - 6
+                );
+            }
+            Mark::Fault => {
+                let _ = writeln!(
+                    out,
+                    r##"<rect x="{}" y="{}" width="16" height="16" rx="3" fill="{FAULT}"/><text x="{}" y="{}" text-anchor="middle" fill="#ffffff" font-weight="bold">!</text>"##,
+                    lx + 6,
+                    gy - 8,
+                    lx + 14,
+                    gy + 4
+                );
+            }
+            Mark::Recover => {
+                let _ = writeln!(
+                    out,
+                    r##"<circle cx="{}" cy="{gy}" r="6" fill="#ffffff" stroke="{RECOVER}" stroke-width="2.5"/>"##,
+                    lx + 14
+                );
+            }
+            Mark::Tick => {
+                let _ = writeln!(
+                    out,
+                    r#"<line x1="{lx}" y1="{gy}" x2="{}" y2="{gy}" stroke="{MUTED}" stroke-dasharray="1 4"/>"#,
+                    lx + 28
+                );
+            }
+            Mark::Broken => {
+                let _ = writeln!(
+                    out,
+                    r##"<rect x="{lx}" y="{}" width="28" height="14" fill="#ffebee" stroke="{BROKEN}" stroke-width="1.5"/>"##,
+                    gy - 7
+                );
+            }
+        }
+        label(out, lx + 34, y, "start", MUTED, text);
+    }
 }
 
 /// A label beside a mark on one lane: to its right, or to its left on the last lane
@@ -400,7 +615,10 @@ mod tests {
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
         assert!(svg.contains(r#"marker id="pause-mutual-exclusion-head""#));
         assert!(svg.contains("acquire: SET lock t1 NX PX 4"), "{svg}");
-        assert!(svg.contains("✖ mutual_exclusion broken here"), "{svg}");
+        assert!(
+            svg.contains(">mutual_exclusion broken here</text>"),
+            "{svg}"
+        );
         assert!(svg.contains(">t1 client1 ttl 3</text>"), "{svg}");
         // Each step has its step number in the margin.
         for row in &seq.rows {
@@ -409,6 +627,29 @@ mod tests {
         assert_eq!(svg.matches("<svg").count(), svg.matches("</svg>").count());
         assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
         assert!(!svg.contains("http://") || svg.matches("http://").count() == 1);
+        // client1 is paused from step 2 to its resume: hatched on its lifeline (not an
+        // arrow), row after row, and the legend says what the hatching is.
+        let paused = svg
+            .lines()
+            .filter(|l| l.contains("<title>client1 paused (stop-the-world)</title>"))
+            .count();
+        let rows = seq.rows.iter().filter(|r| r.paused == [0]).count();
+        assert!(rows >= 5 && paused == rows, "{paused} of {rows}: {svg}");
+        assert!(
+            svg.contains("paused client (stop-the-world)</text>"),
+            "{svg}"
+        );
+        assert!(svg.contains(">reply held (client paused)</text>"), "{svg}");
+        // The step column alone is as tall as the diagram and numbers the same steps.
+        let gutter = gutter(&seq);
+        let height = |s: &str| {
+            let h = &s[s.find("height=\"").unwrap() + 8..];
+            h[..h.find('"').unwrap()].to_string()
+        };
+        assert_eq!(height(&gutter), height(&svg));
+        for row in &seq.rows {
+            assert!(gutter.contains(&format!(">{:>3}</text>", row.step)));
+        }
         // The same trace draws the same bytes.
         assert_eq!(
             svg,

@@ -19,10 +19,11 @@ fn lifeline(lane: usize) -> usize {
 struct Canvas(Vec<char>);
 
 impl Canvas {
-    fn new(lanes: usize) -> Self {
+    /// Lifelines, heavy (`┃`) for the `paused` lanes.
+    fn new(lanes: usize, paused: &[usize]) -> Self {
         let mut cells = vec![' '; lanes * LANE];
         for l in 0..lanes {
-            cells[lifeline(l)] = '│';
+            cells[lifeline(l)] = if paused.contains(&l) { '┃' } else { '│' };
         }
         Canvas(cells)
     }
@@ -37,7 +38,7 @@ impl Canvas {
     fn line(&mut self, a: usize, b: usize, c: char) {
         let (lo, hi) = (lifeline(a.min(b)), lifeline(a.max(b)));
         for x in lo + 1..hi {
-            let cross = self.0[x] == '│';
+            let cross = matches!(self.0[x], '│' | '┃');
             self.set(x, if cross { '┼' } else { c });
         }
     }
@@ -61,8 +62,8 @@ impl Canvas {
     }
 }
 
-fn draw(seq: &Sequence, event: &Event) -> String {
-    let mut c = Canvas::new(seq.lanes.len());
+fn draw(seq: &Sequence, event: &Event, paused: &[usize]) -> String {
+    let mut c = Canvas::new(seq.lanes.len(), paused);
     match event {
         Event::Request { from, to } => {
             for &t in to {
@@ -90,7 +91,7 @@ fn draw(seq: &Sequence, event: &Event) -> String {
         Event::Recover { at } => at.iter().for_each(|&l| c.set(lifeline(l), '○')),
         Event::Tick => {
             for x in 0..c.0.len() {
-                if c.0[x] != '│' {
+                if !matches!(c.0[x], '│' | '┃') {
                     c.set(x, '┈');
                 }
             }
@@ -117,7 +118,7 @@ pub fn render(seq: &Sequence) -> String {
     if roles.trim() != "" {
         let _ = writeln!(out, "{margin}{}", roles.trim_end());
     }
-    let blank = Canvas::new(seq.lanes.len()).text();
+    let blank = Canvas::new(seq.lanes.len(), &[]).text();
     let _ = writeln!(
         out,
         "{margin}{blank}  {}",
@@ -144,9 +145,11 @@ pub fn render(seq: &Sequence) -> String {
             "{:>4} {:>3}  {}  {who}{}",
             row.step,
             row.clock,
-            draw(seq, &row.event),
+            draw(seq, &row.event, &row.paused),
             row.label
         );
+        // Between rows, a paused client's lifeline stays heavy.
+        let blank = Canvas::new(seq.lanes.len(), &row.paused).text();
         if &row.keys != keys || row.skew != skew {
             let mut state = keys_line(seq, &row.keys);
             if !row.skew.is_empty() {
@@ -171,7 +174,7 @@ pub fn render(seq: &Sequence) -> String {
     let _ = writeln!(
         out,
         "{margin}legend: ──> request  <┄┄ reply  ┄┄‖ reply held (client paused)  ══> replication  \
-         ◆ local step  ✖ fault  ○ recovery  ┈┈ clock tick"
+         ◆ local step  ✖ fault  ○ recovery  ┃ paused client (stop-the-world)  ┈┈ clock tick"
     );
     out
 }
@@ -224,5 +227,14 @@ mod tests {
             let c = l.chars().nth(node1).unwrap();
             assert!("│◆✖○●┼".contains(c), "{c:?} in {l}");
         }
+        // client1 is paused from step 2 until it resumes: its lifeline is heavy on the
+        // rows between, the lifelines of the others are not.
+        let paused: Vec<char> = lines
+            .iter()
+            .filter(|l| l.as_bytes()[3].is_ascii_digit())
+            .map(|l| l.chars().nth(10 + lifeline(0)).unwrap())
+            .collect();
+        assert!(paused.contains(&'┃'), "{text}");
+        assert!(text.contains("┃ paused client"), "{text}");
     }
 }

@@ -996,4 +996,57 @@ mod tests {
         let svg = timeline::svg(&o, "a <title>");
         assert!(svg.contains("a &lt;title&gt;") && svg.contains("mutual_exclusion"));
     }
+
+    /// Two violations a few ms apart: their labels go on two lines, neither on the
+    /// panel's title; a fault of 1 ms in a long soak is still drawn a few px wide.
+    #[test]
+    fn timeline_labels_do_not_overlap_and_short_faults_show() {
+        let violation = |property, ms| Violation {
+            property,
+            ms,
+            detail: String::new(),
+        };
+        let blip = FaultRecord {
+            kind: "pause".into(),
+            client: Some(0),
+            start_ms: 5000.0,
+            end_ms: 5001.0,
+            what: String::new(),
+            aimed: false,
+        };
+        let mut o = outcome(
+            vec![(60_000.0, Event::Leave { client: 0 })],
+            vec![blip],
+            violation(Property::MutualExclusion, 30_000.0),
+        );
+        o.verdicts
+            .violations
+            .push(violation(Property::ResourceSafety, 30_005.0));
+        let svg = timeline::svg(&o, "t");
+        let y_of = |text: &str| -> Vec<String> {
+            svg.lines()
+                .filter(|l| l.contains(&format!(">{text}</text>")))
+                .map(|l| {
+                    let at = l.rfind("<text").unwrap();
+                    let y = &l[at..];
+                    let y = &y[y.find(" y=\"").unwrap() + 4..];
+                    y[..y.find('"').unwrap()].to_string()
+                })
+                .collect()
+        };
+        let (me, rs, title) = (
+            y_of("mutual_exclusion"),
+            y_of("resource_safety"),
+            y_of("whole soak"),
+        );
+        // In the first panel (the whole soak), then in each close-up.
+        assert!(!me.is_empty() && !rs.is_empty(), "{svg}");
+        assert_ne!(me[0], rs[0], "{svg}");
+        assert!(me[0] != title[0] && rs[0] != title[0], "{svg}");
+        let pause = svg
+            .lines()
+            .find(|l| l.contains("<title>pause 5000.0"))
+            .expect("the pause is drawn");
+        assert!(pause.contains(r#"width="4.0""#), "{pause}");
+    }
 }

@@ -7,6 +7,7 @@
 use std::fmt::Write;
 
 use super::{FaultRecord, SoakOutcome};
+use crate::run::checker::Violation;
 use crate::run::history::Event;
 
 const LEFT: f64 = 80.0;
@@ -89,7 +90,37 @@ fn panel(
 ) -> f64 {
     let span = (t1 - t0).max(1.0);
     let x = |ms: f64| LEFT + (ms.clamp(t0, t1) - t0) / span * WIDTH;
-    let lanes_top = y + 20.0;
+    // The violations' labels, each on the first of their lines where it overlaps no
+    // other, between the title and the lanes.
+    let marks: Vec<_> = o
+        .verdicts
+        .violations
+        .iter()
+        .filter(|v| v.ms >= t0 && v.ms <= t1)
+        .collect();
+    let mut ends: Vec<f64> = Vec::new();
+    // A label near the right edge goes to the left of its mark.
+    let left_of =
+        |v: &&Violation| x(v.ms) + 3.0 + label_width(v.property.as_str()) > LEFT + WIDTH + 16.0;
+    let placed: Vec<usize> = marks
+        .iter()
+        .map(|v| {
+            let w = label_width(v.property.as_str());
+            let (from, to) = if left_of(v) {
+                (x(v.ms) - 3.0 - w, x(v.ms) - 3.0)
+            } else {
+                (x(v.ms) + 3.0, x(v.ms) + 3.0 + w)
+            };
+            let line = ends.iter().position(|&end| from > end + 6.0);
+            let line = line.unwrap_or_else(|| {
+                ends.push(f64::MIN);
+                ends.len() - 1
+            });
+            ends[line] = to;
+            line
+        })
+        .collect();
+    let lanes_top = y + 24.0 + LABEL_LINE * ends.len() as f64;
     let height = o.clients as f64 * LANE;
     let _ = writeln!(
         svg,
@@ -106,25 +137,6 @@ fn panel(
             LEFT - 6.0,
             ly + LANE * 0.65,
             c + 1
-        );
-    }
-    for f in o
-        .faults
-        .iter()
-        // Clock drift lasts the whole soak: named above the first panel, not shaded.
-        .filter(|f| f.end_ms >= t0 && f.start_ms <= t1 && f.kind != "clock-drift")
-    {
-        let (fy, fh) = match f.client {
-            Some(c) => (lanes_top + c as f64 * LANE, LANE),
-            None => (lanes_top, height),
-        };
-        let w = (x(f.end_ms) - x(f.start_ms)).max(2.0);
-        let _ = writeln!(
-            svg,
-            r#"<rect x="{:.1}" y="{fy:.1}" width="{w:.1}" height="{fh:.1}" fill="{}" fill-opacity="0.45"><title>{}</title></rect>"#,
-            x(f.start_ms),
-            fault_color(&f.kind),
-            esc(&fault_title(f))
         );
     }
     for s in secs
@@ -158,23 +170,43 @@ fn panel(
                 .unwrap_or_else(|| "the end".into()),
         );
     }
-    for v in o
-        .verdicts
-        .violations
+    for f in o
+        .faults
         .iter()
-        .filter(|v| v.ms >= t0 && v.ms <= t1)
+        // Clock drift lasts the whole soak: named above the first panel, not shaded.
+        .filter(|f| f.end_ms >= t0 && f.start_ms <= t1 && f.kind != "clock-drift")
     {
-        let vx = x(v.ms);
+        let (fy, fh) = match f.client {
+            Some(c) => (lanes_top + c as f64 * LANE, LANE),
+            None => (lanes_top, height),
+        };
+        // Over the critical sections, translucent, and never thinner than 4 px: a
+        // 50 ms pause in a minute-long soak stays visible.
+        let w = (x(f.end_ms) - x(f.start_ms)).max(4.0);
         let _ = writeln!(
             svg,
-            r##"<line x1="{vx:.1}" y1="{:.1}" x2="{vx:.1}" y2="{:.1}" stroke="#d62728" stroke-width="2"><title>{} at {:.1} ms: {}</title></line><text x="{:.1}" y="{:.1}" font-size="11" fill="#d62728">{}</text>"##,
-            lanes_top - 4.0,
+            r#"<rect x="{:.1}" y="{fy:.1}" width="{w:.1}" height="{fh:.1}" fill="{1}" fill-opacity="0.55" stroke="{1}" stroke-width="1"><title>{2}</title></rect>"#,
+            x(f.start_ms),
+            fault_color(&f.kind),
+            esc(&fault_title(f))
+        );
+    }
+    for (v, line) in marks.iter().zip(&placed) {
+        let vx = x(v.ms);
+        let ty = y + 24.0 + LABEL_LINE * (*line as f64 + 1.0) - 3.0;
+        let (tx, anchor) = if left_of(v) {
+            (vx - 3.0, "end")
+        } else {
+            (vx + 3.0, "start")
+        };
+        let _ = writeln!(
+            svg,
+            r##"<line x1="{vx:.1}" y1="{:.1}" x2="{vx:.1}" y2="{:.1}" stroke="#d62728" stroke-width="2"><title>{} at {:.1} ms: {}</title></line><text x="{tx:.1}" y="{ty:.1}" font-size="11" fill="#d62728" text-anchor="{anchor}">{}</text>"##,
+            ty - 9.0,
             lanes_top + height + 4.0,
             v.property,
             v.ms,
             esc(&v.detail),
-            vx + 3.0,
-            lanes_top - 6.0,
             v.property
         );
     }
@@ -198,7 +230,15 @@ fn panel(
         );
         t += step;
     }
-    20.0 + height + 30.0
+    lanes_top - y + height + 30.0
+}
+
+/// The height of one line of violation labels.
+const LABEL_LINE: f64 = 13.0;
+
+/// A label's width at the 11 px font, generously.
+fn label_width(text: &str) -> f64 {
+    text.chars().count() as f64 * 6.6
 }
 
 fn fault_title(f: &FaultRecord) -> String {
@@ -279,6 +319,10 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
             "breach" => "#d62728",
             k => fault_color(k),
         };
+        if lx + 110.0 > LEFT + WIDTH {
+            lx = LEFT;
+            y += 16.0;
+        }
         let _ = write!(
             legend,
             r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="10">{label}</text>"#,
@@ -287,6 +331,10 @@ pub fn svg(o: &SoakOutcome, title: &str) -> String {
             y + 9.0
         );
         lx += 110.0;
+    }
+    if lx + 110.0 > LEFT + WIDTH {
+        lx = LEFT;
+        y += 16.0;
     }
     let _ = write!(
         legend,
