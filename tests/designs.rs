@@ -13,7 +13,7 @@ use locklab::DesignId;
 const TTL: u64 = 300;
 
 fn builder(design: DesignId, url: &str, key: &str) -> LockBuilder {
-    locklab::pitfalls::builder(design)
+    locklab::driver::LockBuilder::pitfall(design)
         .key(key)
         .node(url)
         .ttl(ms(TTL))

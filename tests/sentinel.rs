@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use locklab::driver::{Lock, LockBuilder, LockError};
-use locklab::{pitfalls, DesignId};
+use locklab::DesignId;
 use locklab_cluster::{Cluster, Node};
 
 const PROMOTION_TIMEOUT: Duration = Duration::from_secs(60);
@@ -38,7 +38,7 @@ fn builder(design: &str, key: &str, cluster: &Cluster) -> LockBuilder {
         "lua-release" => LockBuilder::lua_release(),
         "watchdog" => LockBuilder::watchdog(),
         "reentrant" => LockBuilder::reentrant(),
-        "naive-setnx" => pitfalls::builder(DesignId::NaiveSetnx),
+        "naive-setnx" => LockBuilder::pitfall(DesignId::NaiveSetnx),
         "lua-release+wait+fencing" => LockBuilder::lua_release().wait_replicas(1).fencing(true),
         other => panic!("no design {other}"),
     };

@@ -29,14 +29,21 @@ pub fn shown_path(path: &Path) -> PathBuf {
 /// `locklab explain <path> --property <p>`: the command that narrates one property's
 /// counterexample, runnable as printed (a path, quoted when a shell would split it).
 pub fn explain_command(scenario: &Path, property: Property) -> String {
-    let path = shown_path(scenario).display().to_string();
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:@".contains(c);
-    let path = if path.chars().all(plain) {
-        path
-    } else {
-        format!("'{}'", path.replace('\'', r"'\''"))
-    };
+    let path = shell_word(&shown_path(scenario).display().to_string());
     format!("locklab explain {path} --property {}", property.as_str())
+}
+
+/// `s` as one shell word: as it is when no shell would split or expand it, else in
+/// single quotes. Every command line a command prints to be pasted goes through it.
+pub fn shell_word(s: &str) -> String {
+    let plain = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,@".contains(c));
+    if plain && !s.is_empty() {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 /// Writes a report file, creating its directory.

@@ -1,8 +1,11 @@
-//! The model search as the commands run it: its options from the command line, and a
-//! run with progress on stderr.
+//! The model search as the commands run it: its options from the command line, a run
+//! with progress on stderr, and the check of a set of scenarios into verdicts, causes
+//! and trace files (`check` and `report` share it).
 
 use std::cell::Cell;
+use std::fs;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -13,6 +16,8 @@ use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::walk::{random_walks, WalkOptions};
 
 use crate::cli::SearchArgs;
+use crate::files::trace_path;
+use crate::verdict::{attach_causes, outcome, violated, Found, ScenarioOutcome};
 use crate::Failure;
 
 /// The search options from the command line.
@@ -255,6 +260,72 @@ impl Reporter {
 pub struct SearchRun {
     pub model: LockModel,
     pub result: locklab_model::search::SearchResult,
+}
+
+/// Writes the trace of every violated property; removes a stale trace of a property
+/// that now holds (exhaustively).
+fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Failure> {
+    let dir = reports.join("traces");
+    for p in &mut outcome.properties {
+        let path = trace_path(reports, &outcome.scenario.name, p.property);
+        match &p.trace {
+            Some(t) => {
+                fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
+                fs::write(&path, t.to_json_pretty() + "\n")
+                    .map_err(|e| Failure::io(&path, "cannot write", e))?;
+                p.trace_path = Some(path);
+            }
+            None if p.found == Found::Holds && p.bound.is_none() && path.exists() => {
+                fs::remove_file(&path).map_err(|e| Failure::io(&path, "cannot remove", e))?;
+            }
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+/// Checks each scenario with progress on stderr, computes the cause of each violation
+/// and writes the traces to `reports/traces/` (shared by `check` and `report`).
+pub fn check_all(
+    scenarios: &[Scenario],
+    options: &SearchOptions,
+    reports: &Path,
+) -> Result<Vec<ScenarioOutcome>, Failure> {
+    check_with(
+        &Reporter::new(),
+        scenarios,
+        options,
+        reports,
+        true,
+        &mut |_| {},
+    )
+}
+
+/// [`check_all`] with a given reporter (which may run random walks instead), the
+/// causes computed only when `causes` is set (a search per ingredient of each scenario
+/// with a violation); `done` sees each scenario's outcome as it finishes.
+pub fn check_with(
+    reporter: &Reporter,
+    scenarios: &[Scenario],
+    options: &SearchOptions,
+    reports: &Path,
+    causes: bool,
+    done: &mut dyn FnMut(&ScenarioOutcome),
+) -> Result<Vec<ScenarioOutcome>, Failure> {
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for (k, scenario) in scenarios.iter().enumerate() {
+        reporter.set_place(k + 1, scenarios.len());
+        let searched = reporter.search(scenario, options)?;
+        let mut o = outcome(scenario, &searched.model, &searched.result, options);
+        if causes {
+            let without = reporter.cause_searches(scenario, &violated(&o), options);
+            attach_causes(&mut o, &searched.model, &without);
+        }
+        write_traces(&mut o, reports)?;
+        done(&o);
+        outcomes.push(o);
+    }
+    Ok(outcomes)
 }
 
 #[cfg(test)]

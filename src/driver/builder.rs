@@ -77,7 +77,7 @@ impl LockBuilder {
     /// A builder for one of the safe designs (`lua-release`, `watchdog`, `reentrant`,
     /// `redlock`). [`build`](Self::build) refuses the pitfall designs with
     /// [`LockError::PitfallDesign`]: those are reachable only through
-    /// [`crate::pitfalls::builder`].
+    /// [`LockBuilder::pitfall`].
     pub fn new(design: DesignId) -> Self {
         LockBuilder {
             design,
@@ -108,8 +108,23 @@ impl LockBuilder {
         }
     }
 
-    /// Any design, pitfalls included; for [`crate::pitfalls::builder`].
-    pub(crate) fn any_design(design: DesignId) -> Self {
+    /// A builder for any design, the pitfalls included (`crate::pitfalls`): for
+    /// teaching, the model's counterexamples and the harness. [`LockBuilder::new`]
+    /// refuses those designs.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), locklab::driver::LockError> {
+    /// use locklab::driver::LockBuilder;
+    /// use locklab::DesignId;
+    /// let lock = LockBuilder::pitfall(DesignId::SetPxDel)
+    ///     .key("demo")
+    ///     .node("redis://127.0.0.1:6379")
+    ///     .build()
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn pitfall(design: DesignId) -> Self {
         LockBuilder {
             allow_pitfall: true,
             ..LockBuilder::new(design)
@@ -583,7 +598,7 @@ mod tests {
             if !is_safe(d) {
                 assert!(matches!(r, Err(LockError::PitfallDesign { .. })));
             }
-            assert!(LockBuilder::any_design(d)
+            assert!(LockBuilder::pitfall(d)
                 .key("k")
                 .node("redis://127.0.0.1:1")
                 .config()
@@ -640,7 +655,7 @@ mod tests {
             assert!(matches!(bad.config(), Err(LockError::Config(_))));
         }
         // the pitfalls, WAIT and fencing run behind Sentinel too
-        let cfg = LockBuilder::any_design(DesignId::NaiveSetnx)
+        let cfg = LockBuilder::pitfall(DesignId::NaiveSetnx)
             .key("k")
             .wait_replicas(1)
             .fencing(true)

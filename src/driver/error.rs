@@ -21,7 +21,7 @@ pub enum LockError {
     /// The plain [`LockBuilder`](super::LockBuilder) only builds the safe designs.
     #[error(
         "`{design}` is a pitfall design, kept for teaching only; build it with \
-         `locklab::pitfalls::builder(DesignId::...)` if you really mean to"
+         `LockBuilder::pitfall(DesignId::...)` if you really mean to"
     )]
     PitfallDesign {
         /// The refused design.

@@ -472,7 +472,7 @@ impl Shared {
 }
 
 /// One client's handle on one lock. Build it with [`LockBuilder`](super::LockBuilder)
-/// (or, for the pitfall designs, [`crate::pitfalls::builder`]).
+/// (or, for the pitfall designs, [`LockBuilder::pitfall`](crate::driver::LockBuilder::pitfall)).
 ///
 /// Not `Clone`: a handle is one client with one state machine. Share it behind an `Arc`
 /// if several tasks of the same client use it; its operations are serialized.

@@ -4,7 +4,7 @@
 //! * [`LockBuilder`] — the lock's settings; [`LockBuilder::lua_release`],
 //!   [`watchdog`](LockBuilder::watchdog), [`reentrant`](LockBuilder::reentrant),
 //!   [`redlock`](LockBuilder::redlock) are the designs offered for use. The pitfall
-//!   designs are built only through [`crate::pitfalls::builder`].
+//!   designs are built only through [`LockBuilder::pitfall`](crate::driver::LockBuilder::pitfall).
 //! * [`Lock`] — one client's handle: [`try_acquire`](Lock::try_acquire) (one attempt),
 //!   [`acquire`](Lock::acquire) (bounded retries with seeded jitter),
 //!   [`release`](Lock::release), [`extend`](Lock::extend).

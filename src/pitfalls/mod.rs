@@ -19,23 +19,3 @@ pub use naive_setnx::NaiveSetnx;
 pub use set_px_del::SetPxDel;
 pub use set_px_get_del::SetPxGetDel;
 pub use setnx_expire::SetnxExpire;
-
-/// A driver builder for any design, the pitfalls included — for teaching, the model's
-/// counterexamples and the harness. The plain [`crate::driver::LockBuilder`] refuses the
-/// designs in this module. Needs the `driver` feature.
-///
-/// ```no_run
-/// # async fn run() -> Result<(), locklab::driver::LockError> {
-/// use locklab::DesignId;
-/// let lock = locklab::pitfalls::builder(DesignId::SetPxDel)
-///     .key("demo")
-///     .node("redis://127.0.0.1:6379")
-///     .build()
-///     .await?;
-/// # Ok(())
-/// # }
-/// ```
-#[cfg(feature = "driver")]
-pub fn builder(design: crate::DesignId) -> crate::driver::LockBuilder {
-    crate::driver::LockBuilder::any_design(design)
-}

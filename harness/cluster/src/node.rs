@@ -389,16 +389,6 @@ impl Node {
         Ok(())
     }
 
-    /// The container's IP address on the cluster network (`None` without a network
-    /// or while disconnected from it): the address Sentinel knows the node by.
-    pub async fn network_ip(&self) -> Result<Option<String>, ClusterError> {
-        let Some(net) = self.spec.network.as_deref() else {
-            return Ok(None);
-        };
-        let id = self.container_id();
-        engine::engine().await?.container_ip(&id, net).await
-    }
-
     /// The host replicas of this node give in `REPLICAOF`: its container name, or
     /// in a cluster with sentinels its IP on the cluster network (the address the
     /// sentinels monitor, which a replica must use for Sentinel to find it

@@ -32,7 +32,7 @@ use locklab_model::scenario::{Expectation, Property, Scenario};
 use serde_json::{json, Value};
 
 use crate::cli::ChaosArgs;
-use crate::files::write_file;
+use crate::files::{shell_word, write_file};
 use crate::scenario_args::resolve;
 use crate::Failure;
 
@@ -83,18 +83,6 @@ fn reproduce(args: &ChaosArgs, seed: u64) -> String {
         shell_word(&args.scenario),
         if args.blind { " --blind" } else { "" }
     )
-}
-
-/// `s` as one shell word (quoted when it needs to be).
-pub(crate) fn shell_word(s: &str) -> String {
-    let plain = s
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+=:,".contains(c));
-    if plain && !s.is_empty() {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 fn completed(history: &History) -> usize {

@@ -8,36 +8,12 @@ use locklab_model::scenario::{Scenario, DEFAULT_DIR};
 use locklab_model::search::SearchOptions;
 
 use crate::cli::CheckArgs;
-use crate::files::{trace_path, write_file};
+use crate::files::write_file;
 use crate::scenario_args::load;
-use crate::search::{search_options, Reporter};
+use crate::search::{check_with, search_options, Reporter};
 use crate::shard::select;
-use crate::verdict::{
-    attach_causes, exit_code_allowing, outcome, violated, Found, ScenarioOutcome,
-};
+use crate::verdict::exit_code_allowing;
 use crate::{junit, output, table, Failure};
-
-/// Writes the trace of every violated property; removes a stale trace of a property
-/// that now holds (exhaustively).
-fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Failure> {
-    let dir = reports.join("traces");
-    for p in &mut outcome.properties {
-        let path = trace_path(reports, &outcome.scenario.name, p.property);
-        match &p.trace {
-            Some(t) => {
-                fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
-                fs::write(&path, t.to_json_pretty() + "\n")
-                    .map_err(|e| Failure::io(&path, "cannot write", e))?;
-                p.trace_path = Some(path);
-            }
-            None if p.found == Found::Holds && p.bound.is_none() && path.exists() => {
-                fs::remove_file(&path).map_err(|e| Failure::io(&path, "cannot remove", e))?;
-            }
-            None => {}
-        }
-    }
-    Ok(())
-}
 
 /// Where `check` writes its traces: `--reports DIR`; without it `reports/` when every
 /// scenario is one of the gallery's (in `scenarios/`), else a fresh temporary folder,
@@ -130,48 +106,4 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         write_file(path, &junit::render(&outcomes, part.as_ref()))?;
     }
     Ok(code)
-}
-
-/// Checks each scenario with progress on stderr, computes the cause of each violation
-/// and writes the traces to `reports/traces/` (shared by `check` and `report`).
-pub fn check_all(
-    scenarios: &[Scenario],
-    options: &SearchOptions,
-    reports: &Path,
-) -> Result<Vec<ScenarioOutcome>, Failure> {
-    check_with(
-        &Reporter::new(),
-        scenarios,
-        options,
-        reports,
-        true,
-        &mut |_| {},
-    )
-}
-
-/// [`check_all`] with a given reporter (which may run random walks instead), the
-/// causes computed only when `causes` is set (a search per ingredient of each scenario
-/// with a violation); `done` sees each scenario's outcome as it finishes.
-pub fn check_with(
-    reporter: &Reporter,
-    scenarios: &[Scenario],
-    options: &SearchOptions,
-    reports: &Path,
-    causes: bool,
-    done: &mut dyn FnMut(&ScenarioOutcome),
-) -> Result<Vec<ScenarioOutcome>, Failure> {
-    let mut outcomes = Vec::with_capacity(scenarios.len());
-    for (k, scenario) in scenarios.iter().enumerate() {
-        reporter.set_place(k + 1, scenarios.len());
-        let searched = reporter.search(scenario, options)?;
-        let mut o = outcome(scenario, &searched.model, &searched.result, options);
-        if causes {
-            let without = reporter.cause_searches(scenario, &violated(&o), options);
-            attach_causes(&mut o, &searched.model, &without);
-        }
-        write_traces(&mut o, reports)?;
-        done(&o);
-        outcomes.push(o);
-    }
-    Ok(outcomes)
 }

@@ -17,11 +17,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::check::check_all;
 use crate::cli::ReportArgs;
 use crate::files::write_file;
 use crate::report::{self, Page};
 use crate::scenario_args::load;
+use crate::search::check_all;
 use crate::search::search_options;
 use crate::verdict::exit_code;
 use crate::Failure;

@@ -27,9 +27,8 @@ use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::{search, SearchOptions};
 use serde_json::{json, Value};
 
-use super::chaos::shell_word;
 use crate::cli::SoakArgs;
-use crate::files::write_file;
+use crate::files::{shell_word, write_file};
 use crate::scenario_args::resolve;
 use crate::Failure;
 

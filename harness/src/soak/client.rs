@@ -102,7 +102,7 @@ impl Spec {
                 None,
                 DesignId::LuaRelease | DesignId::Watchdog | DesignId::Reentrant | DesignId::Redlock,
             ) => LockBuilder::new(self.design),
-            (None, _) => locklab::pitfalls::builder(self.design),
+            (None, _) => locklab::driver::LockBuilder::pitfall(self.design),
         };
         let mut builder = builder
             .key(self.key.clone())
