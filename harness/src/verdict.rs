@@ -391,8 +391,8 @@ pub fn reductions(
         return Vec::new();
     }
     options
-        .reductions()
-        .into_iter()
+        .reductions
+        .iter()
         .filter(|r| match r {
             Reduction::TokenNames => model.renames_tokens(),
             Reduction::PartialOrder => model.partial_order_applies(),

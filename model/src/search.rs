@@ -43,18 +43,8 @@ use crate::symmetry::{Renaming, Representative};
 /// Search settings.
 #[derive(Clone, Debug)]
 pub struct SearchOptions {
-    /// Merge states that differ only by a renaming of clients (and of Redlock's masters,
-    /// where they are interchangeable).
-    pub symmetry: bool,
-    /// Forget the values no step reads again before a state is stored.
-    pub unread_values: bool,
-    /// Know tokens by their first appearance in a state, not by their names.
-    pub token_names: bool,
-    /// Take the answers a Redlock fan-out only records in one order, and overdue Redlock
-    /// requests before the steps that cannot touch them.
-    pub partial_order: bool,
-    /// Begin pauses just before a tick and end them just after one.
-    pub pause_placement: bool,
+    /// The reductions the search applies ([`Reduction`]; all by default).
+    pub reductions: Reductions,
     /// Worker threads expanding each level.
     pub threads: usize,
     /// Explore counterexamples of at most this many steps.
@@ -79,11 +69,7 @@ pub struct SearchOptions {
 impl Default for SearchOptions {
     fn default() -> Self {
         SearchOptions {
-            symmetry: true,
-            unread_values: true,
-            token_names: true,
-            partial_order: true,
-            pause_placement: true,
+            reductions: Reductions::ALL,
             threads: 1,
             max_depth: None,
             time_limit: None,
@@ -99,47 +85,35 @@ impl SearchOptions {
     /// No reduction at all: every interleaving, every state as it is (what the
     /// reductions are tested against).
     pub fn plain() -> Self {
-        Reduction::ALL
-            .into_iter()
-            .fold(SearchOptions::default(), SearchOptions::without)
+        SearchOptions {
+            reductions: Reductions::NONE,
+            ..SearchOptions::default()
+        }
     }
 
     /// The same options with `reduction` switched off (`--no-symmetry` and the like).
-    pub fn without(self, reduction: Reduction) -> Self {
-        let mut options = self;
-        *match reduction {
-            Reduction::UnreadValues => &mut options.unread_values,
-            Reduction::TokenNames => &mut options.token_names,
-            Reduction::Symmetry => &mut options.symmetry,
-            Reduction::PartialOrder => &mut options.partial_order,
-            Reduction::PausePlacement => &mut options.pause_placement,
-        } = false;
-        options
+    #[must_use]
+    pub fn without(mut self, reduction: Reduction) -> Self {
+        self.reductions = self.reductions.without(reduction);
+        self
     }
 
-    /// The reductions switched on, in [`Reduction::ALL`] order.
-    pub fn reductions(&self) -> Vec<Reduction> {
-        Reduction::ALL
-            .into_iter()
-            .filter(|r| match r {
-                Reduction::UnreadValues => self.unread_values,
-                Reduction::TokenNames => self.token_names,
-                Reduction::Symmetry => self.symmetry,
-                Reduction::PartialOrder => self.partial_order,
-                Reduction::PausePlacement => self.pause_placement,
-            })
-            .collect()
+    /// Whether `reduction` is on.
+    pub fn reduces(&self, reduction: Reduction) -> bool {
+        self.reductions.contains(reduction)
     }
+
 
     /// A state as the search stores it: unread values forgotten, then the
     /// representative of its renamings (the state itself without symmetry), keyed by
     /// its fingerprint (tokens by their first appearance, with `token_names`).
     pub fn representative(&self, model: &LockModel, mut s: State) -> Representative {
-        if self.unread_values {
+        if self.reduces(Reduction::UnreadValues) {
             model.forget(&mut s);
         }
-        let fingerprint = |t: &State| model.state_fingerprint(t, self.token_names);
-        if self.symmetry {
+        let token_names = self.reduces(Reduction::TokenNames);
+        let fingerprint = |t: &State| model.state_fingerprint(t, token_names);
+        if self.reduces(Reduction::Symmetry) {
             model.representative(s, fingerprint)
         } else {
             Representative {
@@ -195,6 +169,49 @@ impl Reduction {
     /// verdict and shortest counterexample by construction.
     pub fn exact(self) -> bool {
         !matches!(self, Reduction::PartialOrder | Reduction::PausePlacement)
+    }
+
+    fn bit(self) -> u8 {
+        match self {
+            Reduction::UnreadValues => 1,
+            Reduction::TokenNames => 2,
+            Reduction::Symmetry => 4,
+            Reduction::PartialOrder => 8,
+            Reduction::PausePlacement => 16,
+        }
+    }
+}
+
+/// A set of [`Reduction`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Reductions(u8);
+
+impl Reductions {
+    /// Every reduction (the default search).
+    pub const ALL: Reductions = Reductions(31);
+    /// None: the plain search.
+    pub const NONE: Reductions = Reductions(0);
+
+    /// Whether `r` is in the set.
+    pub fn contains(self, r: Reduction) -> bool {
+        self.0 & r.bit() != 0
+    }
+
+    /// The set without `r`.
+    #[must_use]
+    pub fn without(self, r: Reduction) -> Self {
+        Reductions(self.0 & !r.bit())
+    }
+
+    /// The set with `r`.
+    #[must_use]
+    pub fn with(self, r: Reduction) -> Self {
+        Reductions(self.0 | r.bit())
+    }
+
+    /// The reductions in the set, in [`Reduction::ALL`] order.
+    pub fn iter(self) -> impl Iterator<Item = Reduction> {
+        Reduction::ALL.into_iter().filter(move |&r| self.contains(r))
     }
 }
 
@@ -371,10 +388,10 @@ impl SearchResult {
 fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<Action>) {
     out.clear();
     model.actions(s, out);
-    if options.pause_placement && model.pause_placement_applies() {
+    if options.reduces(Reduction::PausePlacement) && model.pause_placement_applies() {
         model.place_pauses(s, out);
     }
-    if options.partial_order {
+    if options.reduces(Reduction::PartialOrder) {
         model.reduce_to_ample(s, out);
     }
 }
@@ -383,7 +400,7 @@ fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<
 /// representative), or `None` where the model has none within the horizon.
 fn step(model: &LockModel, options: &SearchOptions, s: &State, a: Action) -> Option<State> {
     let mut next = model.next_state(s, a)?;
-    if options.pause_placement && model.pause_placement_applies() {
+    if options.reduces(Reduction::PausePlacement) && model.pause_placement_applies() {
         model.mark_pause_points(s, a, &mut next);
     }
     model.within_boundary(&next).then_some(next)

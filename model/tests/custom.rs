@@ -10,7 +10,7 @@ use locklab::design::custom::StepName;
 use locklab::Script;
 use locklab_model::model::LockModel;
 use locklab_model::scenario::{Property, Scenario};
-use locklab_model::search::{search, SearchOptions, SearchResult};
+use locklab_model::search::{search, Reduction, SearchOptions, SearchResult};
 
 /// `[lock]` with the built-in scripts' texts; `renew` for the watchdog.
 fn lock_table(renew: bool) -> String {
@@ -50,9 +50,9 @@ fn parsed(design: &str, body: &str) -> Result<Scenario, String> {
 fn check(sc: &Scenario) -> SearchResult {
     let opts = SearchOptions {
         threads: 1,
-        symmetry: false,
-        token_names: false,
         ..SearchOptions::default()
+            .without(Reduction::Symmetry)
+            .without(Reduction::TokenNames)
     };
     search(&LockModel::new(sc), &opts, |_| {})
 }

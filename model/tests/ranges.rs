@@ -60,7 +60,6 @@ fn parse(n: &Numbers) -> Result<Scenario, ScenarioError> {
 fn check(n: &Numbers) -> SearchResult {
     let sc = parse(n).expect("scenario in range parses");
     let opts = SearchOptions {
-        symmetry: true,
         threads: 1,
         max_depth: None,
         ..SearchOptions::default()

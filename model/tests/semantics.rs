@@ -38,7 +38,6 @@ resource_safety = "holds"
 
 fn check(sc: &Scenario) -> locklab_model::search::SearchResult {
     let options = SearchOptions {
-        symmetry: true,
         threads: 1,
         max_depth: None,
         ..SearchOptions::default()

@@ -137,7 +137,6 @@ fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
 fn search_counterexamples(scenario: &Scenario) -> Result<SearchRun, Failure> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = SearchOptions {
-        symmetry: true,
         threads,
         ..SearchOptions::default()
     };
