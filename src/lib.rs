@@ -19,7 +19,7 @@
 //! Everything but the driver is the sans-IO core: it compiles with
 //! `default-features = false`, and then neither tokio nor redis-rs is in the dependency
 //! tree (`tests/core_deps.rs` checks it with `cargo tree`). The model checker
-//! (`locklab-model`) depends on the core only, and `tests/machines.rs` runs every
+//! (`locklab-model`) depends on the core only, and its `tests/machines.rs` runs every
 //! design's machine against the model's abstract Redis in memory.
 
 pub mod command;
