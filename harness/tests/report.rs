@@ -164,7 +164,9 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
     assert!(index.contains("✔ holds (as expected)"));
     let md = fs::read_to_string(out.join("index.md")).unwrap();
     assert!(
-        md.contains("| `lua-release` | [slow](scenarios/slow.md) |"),
+        md.contains(
+            "| `lua-release` | [slow](scenarios/slow.md)<br>a slow holder outlives its lease |"
+        ),
         "{md}"
     );
     assert!(
@@ -183,12 +185,16 @@ fn pages_are_self_contained_and_show_a_replay_beside_its_counterexample() {
         page.contains("seed: “經典:Redis分布式鎖的正確實現方式” (A classic: the correct way to implement a Redis distributed lock)"),
         "the seed pattern"
     );
-    let svgs = inline_svgs(&page);
+    // Each diagram comes with its step column drawn alone, kept in view as it scrolls.
+    let (gutters, svgs): (Vec<_>, Vec<_>) = inline_svgs(&page)
+        .into_iter()
+        .partition(|svg| svg.contains("class=\"gutter\""));
     assert_eq!(
         svgs.len(),
         c.violated.len(),
         "one diagram per violated property"
     );
+    assert_eq!(gutters.len(), svgs.len(), "one step column per diagram");
     for svg in &svgs {
         let root = parse_xml(svg);
         assert_eq!(root.name, "svg");

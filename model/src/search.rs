@@ -103,7 +103,6 @@ impl SearchOptions {
         self.reductions.contains(reduction)
     }
 
-
     /// A state as the search stores it: unread values forgotten, then the
     /// representative of its renamings (the state itself without symmetry), keyed by
     /// its fingerprint (tokens by their first appearance, with `token_names`).
@@ -211,7 +210,9 @@ impl Reductions {
 
     /// The reductions in the set, in [`Reduction::ALL`] order.
     pub fn iter(self) -> impl Iterator<Item = Reduction> {
-        Reduction::ALL.into_iter().filter(move |&r| self.contains(r))
+        Reduction::ALL
+            .into_iter()
+            .filter(move |&r| self.contains(r))
     }
 }
 

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use locklab_model::model::{Action, LockModel};
 use locklab_model::recheck::{recheck, PathError};
 use locklab_model::scenario::{Property, Scenario};
-use locklab_model::search::{search, SearchOptions, Strategy};
+use locklab_model::search::{search, Reduction, SearchOptions, Strategy};
 use locklab_model::state::State;
 use locklab_model::walk::{random_walks, WalkOptions};
 use stateright::Model;
@@ -37,10 +37,15 @@ resource_safety = "holds"
 
 /// No reduction but, if asked, symmetry: what the whole-state reference compares with.
 fn opts(symmetry: bool, bits: u32) -> SearchOptions {
+    let plain = SearchOptions::plain();
     SearchOptions {
-        symmetry,
+        reductions: if symmetry {
+            plain.reductions.with(Reduction::Symmetry)
+        } else {
+            plain.reductions
+        },
         fingerprint_bits: bits,
-        ..SearchOptions::plain()
+        ..plain
     }
 }
 

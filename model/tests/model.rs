@@ -3,7 +3,7 @@
 
 use locklab_model::model::{levels, Action, LockModel};
 use locklab_model::scenario::{Property, Scenario};
-use locklab_model::search::{replay, search, SearchOptions};
+use locklab_model::search::{replay, search, Reduction, SearchOptions};
 use stateright::{Checker, Model};
 
 fn scenario(name: &str, design: &str, ttl: u32, horizon: u32, faults: &str) -> Scenario {
@@ -30,12 +30,16 @@ resource_safety = "holds"
 }
 
 fn opts(symmetry: bool, max_depth: Option<usize>) -> SearchOptions {
-    SearchOptions {
-        symmetry,
+    let options = SearchOptions {
         threads: 1,
         max_depth,
         time_limit: None,
         ..SearchOptions::default()
+    };
+    if symmetry {
+        options
+    } else {
+        options.without(Reduction::Symmetry)
     }
 }
 

@@ -34,10 +34,14 @@ pub fn index(pages: &[Page]) -> String {
                 }
             })
             .collect();
+        let summary = if summary.is_empty() {
+            String::new()
+        } else {
+            format!("<br>{}", cell(summary))
+        };
         let _ = writeln!(
             out,
-            "| `{design}` | [{name}](scenarios/{name}.md)<br>{} | {} |",
-            cell(summary),
+            "| `{design}` | [{name}](scenarios/{name}.md){summary} | {} |",
             cells.join(" | ")
         );
     }
