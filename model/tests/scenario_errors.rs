@@ -379,7 +379,7 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
              `watch` is not implemented by the model's abstract Redis; it implements GET, SET, \
              SETNX, GETSET, GETDEL, DEL, UNLINK, EXISTS, INCR, INCRBY, DECR, DECRBY, EXPIRE, \
              PEXPIRE, EXPIREAT, PEXPIREAT, TTL, PTTL, HSET, HGET, HGETALL, HLEN, HDEL, HEXISTS, \
-             HINCRBY, PUBLISH, TIME",
+             HINCRBY, LPUSH, RPUSH, LPOP, RPOP, LLEN, PUBLISH, TIME",
         ),
         // ... and as a command.
         (
@@ -388,8 +388,8 @@ fn custom_cases() -> Vec<(String, KeyErrorKind, &'static str)> {
             "scenarios/golden.toml:5: key `lock.acquire.command`: command `SETEX` is not \
              implemented by the model's abstract Redis; it implements GET, SET, SETNX, GETSET, \
              GETDEL, DEL, UNLINK, EXISTS, INCR, INCRBY, DECR, DECRBY, EXPIRE, PEXPIRE, EXPIREAT, \
-             PEXPIREAT, TTL, PTTL, HSET, HGET, HGETALL, HLEN, HDEL, HEXISTS, HINCRBY, PUBLISH, \
-             TIME",
+             PEXPIREAT, TTL, PTTL, HSET, HGET, HGETALL, HLEN, HDEL, HEXISTS, HINCRBY, LPUSH, \
+             RPUSH, LPOP, RPOP, LLEN, PUBLISH, TIME",
         ),
         // A Lua syntax error: the file line of the script's line.
         (
