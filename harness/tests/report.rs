@@ -20,7 +20,8 @@ fn workspace() -> PathBuf {
 /// Files under `dir` by relative path, leaving out what `report` does not own:
 /// `replays/` (written by `locklab replay`), `bench*` files (the benchmarks),
 /// `chaos.md` and `soak/` (figures and timelines of `locklab soak` runs), `libraries.md`
-/// (the lock libraries' soaks, `adapters/libraries_table.py`).
+/// (the lock libraries' soaks, `adapters/libraries_table.py`), `screenshots/` (the
+/// gallery as a browser showed it, taken by hand).
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
         for entry in fs::read_dir(dir).unwrap() {
@@ -35,6 +36,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 || rel == "chaos.md"
                 || rel == "libraries.md"
                 || rel == "soak"
+                || rel == "screenshots"
             {
                 continue;
             }
@@ -69,9 +71,12 @@ fn regenerating_the_committed_reports_changes_nothing() {
     let root = workspace();
     let committed = root.join("reports");
     let out = temp_dir("regenerate");
-    // The pages show the recorded replays: give the new run the same ones.
-    if committed.join("replays").is_dir() {
-        copy_dir(&committed.join("replays"), &out.join("replays"));
+    // The pages show the recorded replays and soak timelines: give the new run the
+    // same ones.
+    for recorded in ["replays", "soak"] {
+        if committed.join(recorded).is_dir() {
+            copy_dir(&committed.join(recorded), &out.join(recorded));
+        }
     }
     let run = locklab(&root, &["report", "--reports", out.to_str().unwrap()]);
     assert_eq!(code(&run), 0, "{}", stderr(&run));
