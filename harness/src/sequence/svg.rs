@@ -150,10 +150,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
         );
     }
     // The key panel's heads and the left margin's head.
-    let _ = writeln!(
-        out,
-        r#"<text x="8" y="30" font-weight="bold">step</text><text x="8" y="45" font-size="10" fill="{MUTED}">t = clock</text>"#
-    );
+    step_head(&mut out);
     for n in 0..nodes {
         let kx = keys_x + KEY * px(n);
         let _ = writeln!(
@@ -176,11 +173,7 @@ pub fn render(seq: &Sequence, id: &str) -> String {
     let mut previous = &seq.initial_keys;
     for row in &seq.rows {
         y += ROW;
-        let _ = writeln!(
-            out,
-            r#"<text x="8" y="{y}">{:>3}</text><text x="40" y="{y}" fill="{MUTED}">t={}</text>"#,
-            row.step, row.clock
-        );
+        step_cell(&mut out, y, row.step, row.clock);
         let line_y = y - 4;
         // A paused client's lifeline, from this row to the next: the process stands
         // still (drawn unlike a reply in flight, which is an arrow).
@@ -372,19 +365,12 @@ pub fn gutter(seq: &Sequence) -> String {
         body - 30,
         MARGIN - 1
     );
-    let _ = writeln!(
-        out,
-        r#"<text x="8" y="30" font-weight="bold">step</text><text x="8" y="45" font-size="10" fill="{MUTED}">t = clock</text>"#
-    );
+    step_head(&mut out);
     let mut y = TOP;
     let _ = writeln!(out, r#"<text x="8" y="{y}" fill="{MUTED}">start</text>"#);
     for row in &seq.rows {
         y += ROW;
-        let _ = writeln!(
-            out,
-            r#"<text x="8" y="{y}">{:>3}</text><text x="40" y="{y}" fill="{MUTED}">t={}</text>"#,
-            row.step, row.clock
-        );
+        step_cell(&mut out, y, row.step, row.clock);
         if !row.broken.is_empty() {
             let _ = writeln!(
                 out,
@@ -399,6 +385,22 @@ pub fn gutter(seq: &Sequence) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The step column's head, shared by the diagram and its [`gutter`] so they line up.
+fn step_head(out: &mut String) {
+    let _ = writeln!(
+        out,
+        r#"<text x="8" y="30" font-weight="bold">step</text><text x="8" y="45" font-size="10" fill="{MUTED}">t = clock</text>"#
+    );
+}
+
+/// A row's step number and clock in the step column.
+fn step_cell(out: &mut String, y: i64, step: usize, clock: i64) {
+    let _ = writeln!(
+        out,
+        r#"<text x="8" y="{y}">{step:>3}</text><text x="40" y="{y}" fill="{MUTED}">t={clock}</text>"#
+    );
 }
 
 /// The height of one line of the legend.
