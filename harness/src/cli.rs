@@ -220,8 +220,9 @@ pub struct ReportArgs {
     /// Scenario files or directories of them [default: scenarios/ and examples/custom/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Directory of the gallery: the pages, the traces (DIR/traces/), and the replays
-    /// read from DIR/replays/ (`--out` is the former name, still accepted).
+    /// Directory of the gallery: the pages, the traces (DIR/traces/), and the replays and
+    /// soak timelines read from DIR/replays/ and DIR/soak/ (`--out` is the former name,
+    /// still accepted).
     #[arg(long, value_name = "DIR", default_value = "reports", alias = "out")]
     pub reports: PathBuf,
     #[command(flatten)]
