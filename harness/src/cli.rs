@@ -204,7 +204,7 @@ pub struct SoakArgs {
     /// that budget only (1 unless the file sets more); the soak is judged against the
     /// model's verdicts, printed beside it.
     #[arg(long, value_name = "KIND")]
-    pub fault: Option<locklab_harness::soak::FaultKind>,
+    pub fault: Option<locklab_harness::soak::SoakFault>,
     /// With --fault: stop the model search after SECONDS (a property it did not break
     /// by then is reported as not proven, never as holding).
     #[arg(long, value_name = "SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]

@@ -22,22 +22,8 @@ use locklab_model::trace::Trace;
 pub enum Culprit {
     /// No fault: ordinary step delays outlasted the lease.
     Timing,
-    /// A stop-the-world pause of a client.
-    Pause,
-    /// A client crashed.
-    Crash,
-    /// A master died and a replica was promoted.
-    Failover,
-    /// A replica was promoted while the old master kept serving its side.
-    SplitBrain,
-    /// A node restarted empty.
-    Restart,
-    /// A client-to-node link was cut.
-    Partition,
-    /// A reply was lost after its command ran.
-    LostReply,
-    /// A clock jumped.
-    ClockJump,
+    /// A fault of the budget (a clock that drifts counts as a clock jump).
+    Fault(FaultKind),
 }
 
 impl Culprit {
@@ -73,33 +59,9 @@ impl Culprit {
 
     /// The culprit an action stands for, if it is a fault.
     fn of_action(action: Action) -> Option<Culprit> {
-        use Action as A;
         match action {
-            A::Pause(_) => Some(Culprit::Pause),
-            A::Crash(_) => Some(Culprit::Crash),
-            A::Failover(..) => Some(Culprit::Failover),
-            A::SplitBrain(..) => Some(Culprit::SplitBrain),
-            A::Restart(_) => Some(Culprit::Restart),
-            A::Partition(..) => Some(Culprit::Partition),
-            A::LoseReply(..) => Some(Culprit::LostReply),
-            A::NodeClockJump(_) | A::ClientClockJump(_) | A::NodeDrift(_) => {
-                Some(Culprit::ClockJump)
-            }
-            A::Tick
-            | A::Acquire(_)
-            | A::Deliver(..)
-            | A::Receive(..)
-            | A::Timeout(..)
-            | A::DeliverLate(..)
-            | A::Renew(_)
-            | A::Read(_)
-            | A::Write(_)
-            | A::Release(_)
-            | A::Reenter(_)
-            | A::Replicate(_)
-            | A::Resume(_)
-            | A::Heal(..)
-            | A::Redirect(..) => None,
+            Action::NodeDrift(_) => Some(Fault(FaultKind::ClockJump)),
+            a => FaultKind::of(&a).map(Fault),
         }
     }
 }
@@ -113,6 +75,7 @@ pub struct Fix {
 
 use Culprit::*;
 use DesignId::*;
+use FaultKind::*;
 use Property::*;
 
 /// Design, property, culprit, fencing mode; None matches any.
@@ -388,27 +351,48 @@ const TABLE: &[(Key, Fix)] = &[
         RENEWAL_MARGIN,
     ),
     (
-        (Some(Watchdog), MutualExclusion, Some(LostReply), None),
+        (
+            Some(Watchdog),
+            MutualExclusion,
+            Some(Fault(LostReply)),
+            None,
+        ),
         RENEWAL_STOPPED,
     ),
     (
-        (Some(Reentrant), MutualExclusion, Some(LostReply), None),
+        (
+            Some(Reentrant),
+            MutualExclusion,
+            Some(Fault(LostReply)),
+            None,
+        ),
         RENEWAL_STOPPED,
     ),
-    ((None, MutualExclusion, Some(Failover), None), FAILOVER_WAIT),
     (
-        (None, MutualExclusion, Some(SplitBrain), None),
+        (None, MutualExclusion, Some(Fault(Failover)), None),
+        FAILOVER_WAIT,
+    ),
+    (
+        (None, MutualExclusion, Some(Fault(SplitBrain)), None),
         SPLIT_BRAIN_WAIT,
     ),
     (
-        (None, MutualExclusion, Some(Pause), None),
+        (None, MutualExclusion, Some(Fault(Pause)), None),
         PAUSE_BEYOND_LEASE,
     ),
-    ((None, MutualExclusion, Some(ClockJump), None), CLOCK_JUMP),
+    (
+        (None, MutualExclusion, Some(Fault(ClockJump)), None),
+        CLOCK_JUMP,
+    ),
     ((None, MutualExclusion, None, None), LEASE_OUTLIVED),
     // Lost updates on the protected resource.
     (
-        (None, ResourceSafety, Some(Failover), Some(Fencing::All)),
+        (
+            None,
+            ResourceSafety,
+            Some(Fault(Failover)),
+            Some(Fencing::All),
+        ),
         FENCE_SURVIVES_FAILOVER,
     ),
     (
@@ -466,7 +450,7 @@ mod custom {
     use locklab_model::model::LockModel;
     use locklab_model::trace::Trace;
 
-    use super::{fix, Culprit, Fix, LEASE_OUTLIVED, RENEWAL_STOPPED};
+    use super::{fix, Culprit, FaultKind, Fix, LEASE_OUTLIVED, RENEWAL_STOPPED};
 
     fn who(c: usize) -> String {
         format!("client{}", c + 1)
@@ -591,14 +575,16 @@ mod custom {
                     .is_some_and(|l| l.lock.renew.is_some());
                 let general = match culprit {
                     Culprit::Timing => lease_outlived(renews),
-                    Culprit::LostReply if renews => RENEWAL_STOPPED,
+                    Culprit::Fault(FaultKind::LostReply) if renews => RENEWAL_STOPPED,
                     _ => fix(scenario.design, property, culprit, scenario.fencing),
                 };
                 let why = format!(
                     "{} and found no entry there: the first holder's had {}{}. {}",
                     at(&b),
                     match culprit {
-                        Culprit::Failover | Culprit::SplitBrain | Culprit::Restart => {
+                        Culprit::Fault(
+                            FaultKind::Failover | FaultKind::SplitBrain | FaultKind::Restart,
+                        ) => {
                             "been lost with its node"
                         }
                         _ => "expired while it was still inside",
@@ -682,7 +668,15 @@ mod tests {
     #[test]
     fn every_design_property_and_cause_has_a_fix() {
         let causes = [
-            Timing, Pause, Crash, Failover, SplitBrain, Restart, Partition, LostReply, ClockJump,
+            Timing,
+            Fault(FaultKind::Pause),
+            Fault(FaultKind::Crash),
+            Fault(FaultKind::Failover),
+            Fault(FaultKind::SplitBrain),
+            Fault(FaultKind::Restart),
+            Fault(FaultKind::Partition),
+            Fault(FaultKind::LostReply),
+            Fault(FaultKind::ClockJump),
         ];
         for d in DesignId::ALL {
             for p in Property::ALL {
@@ -727,13 +721,16 @@ mod tests {
         );
         assert_eq!(
             culprit(&[A::Acquire(0), A::Pause(0), A::Crash(1)], None),
-            Pause
+            Fault(Pause)
         );
-        assert_eq!(culprit(&both, None), Crash);
+        assert_eq!(culprit(&both, None), Fault(Crash));
         // Computed: the first fault of a needed kind, whatever came before it.
         let holder = Some(Struck::Holder);
-        assert_eq!(culprit(&both, Some(vec![need(pause, holder)])), Pause);
-        assert_eq!(culprit(&both, Some(vec![need(crash, None)])), Crash);
+        assert_eq!(
+            culprit(&both, Some(vec![need(pause, holder)])),
+            Fault(Pause)
+        );
+        assert_eq!(culprit(&both, Some(vec![need(crash, None)])), Fault(Crash));
         // Only step delays needed: the faults in the trace name no remedy.
         let delays = need(Ingredient::StepDelays, None);
         assert_eq!(culprit(&both, Some(vec![delays])), Timing);
@@ -747,23 +744,27 @@ mod tests {
     #[test]
     fn the_culprit_selects_the_remedy() {
         let me = |c| fix(LuaRelease, MutualExclusion, c, Fencing::Off).remedy;
-        assert!(me(Failover).contains("wait_replicas"));
-        assert!(me(SplitBrain).contains("min-replicas-to-write"));
-        assert!(me(Pause).contains("fencing"));
+        assert!(me(Fault(Failover)).contains("wait_replicas"));
+        assert!(me(Fault(SplitBrain)).contains("min-replicas-to-write"));
+        assert!(me(Fault(Pause)).contains("fencing"));
         assert!(me(Timing).contains("watchdog"));
         assert!(fix(SetPxGetDel, OwnerOnlyRelease, Timing, Fencing::Off)
             .remedy
             .contains("compare-and-delete"));
-        assert!(fix(NaiveSetnx, NoOrphanedLock, Crash, Fencing::Off)
+        assert!(fix(NaiveSetnx, NoOrphanedLock, Fault(Crash), Fencing::Off)
             .remedy
             .contains("SET key token NX PX"));
-        assert!(fix(LuaRelease, ResourceSafety, Pause, Fencing::Writes)
-            .remedy
-            .contains("fence reads"));
-        assert!(fix(LuaRelease, ResourceSafety, Failover, Fencing::All)
-            .remedy
-            .contains("never goes back"));
-        assert!(fix(LuaRelease, ResourceSafety, Pause, Fencing::Off)
+        assert!(
+            fix(LuaRelease, ResourceSafety, Fault(Pause), Fencing::Writes)
+                .remedy
+                .contains("fence reads")
+        );
+        assert!(
+            fix(LuaRelease, ResourceSafety, Fault(Failover), Fencing::All)
+                .remedy
+                .contains("never goes back")
+        );
+        assert!(fix(LuaRelease, ResourceSafety, Fault(Pause), Fencing::Off)
             .remedy
             .contains("fencing = \"all\""));
     }

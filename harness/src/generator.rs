@@ -784,11 +784,11 @@ mod tests {
                         .count()
                 };
                 assert!(
-                    count(FaultKind::Pause) <= f.pauses as usize,
+                    count(FaultKind::Pause) <= f[FaultKind::Pause] as usize,
                     "{name} seed {seed}"
                 );
                 assert!(
-                    count(FaultKind::Crash) <= f.crashes as usize,
+                    count(FaultKind::Crash) <= f[FaultKind::Crash] as usize,
                     "{name} seed {seed}"
                 );
                 for kind in FaultKind::ALL {

@@ -4,6 +4,7 @@
 //! words.
 
 use locklab::{DesignId, Fencing};
+use locklab_model::fault::FaultKind;
 use locklab_model::scenario::Scenario;
 
 /// One seed-article pattern.
@@ -116,7 +117,7 @@ fn design_pattern(design: DesignId) -> Option<Pattern> {
 pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
     let mut out: Vec<Pattern> = design_pattern(scenario.design).into_iter().collect();
     let faults = &scenario.faults;
-    if faults.failovers > 0 || scenario.wait_replicas > 0 {
+    if faults[FaultKind::Failover] > 0 || scenario.wait_replicas > 0 {
         out.push(Pattern {
             seeds: concat!(seed!(0), "; ", seed!(2), "; ", seed!(3)),
             pattern: "the master-replica flaw: the master acknowledges the lock and dies \
@@ -124,7 +125,9 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
                       replica has no lock, and a second client takes it.",
         });
     }
-    if (faults.pauses > 0 || faults.clock_jumps > 0) && scenario.design != DesignId::Redlock {
+    if (faults[FaultKind::Pause] > 0 || faults[FaultKind::ClockJump] > 0)
+        && scenario.design != DesignId::Redlock
+    {
         out.push(Pattern {
             seeds: seed!(2),
             pattern: "the process-pause critique from the Redlock debate: a stop-the-world \
@@ -142,7 +145,7 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
     }
     if scenario.design.renews()
         && scenario.watchdog()
-        && (faults.lost_replies > 0 || faults.partitions > 0)
+        && (faults[FaultKind::LostReply] > 0 || faults[FaultKind::Partition] > 0)
     {
         out.push(Pattern {
             seeds: seed!(0),

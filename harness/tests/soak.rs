@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use locklab_harness::run::history::Event;
 use locklab_harness::soak::adapter::AdapterCommand;
-use locklab_harness::soak::{self, FaultKind, SoakOptions, SoakOutcome};
+use locklab_harness::soak::{self, SoakFault, SoakOptions, SoakOutcome};
+use locklab_model::fault::FaultKind;
 use locklab_model::scenario::{Expectation, Property, Scenario};
 
 fn scenario(name: &str) -> Scenario {
@@ -156,7 +157,11 @@ fn redis_py() -> AdapterCommand {
 fn redis_py_lock_breaks_under_a_pause_longer_than_its_lease_and_holds_under_a_long_one() {
     require_environment();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../adapters/redis-py/redis-py.toml");
-    let sc = soak::one_fault(&Scenario::load(&path).unwrap(), FaultKind::Pauses).unwrap();
+    let sc = soak::one_fault(
+        &Scenario::load(&path).unwrap(),
+        SoakFault::Budget(FaultKind::Pause),
+    )
+    .unwrap();
     // A 500 ms lease, pauses of 1 to 1.25 s.
     let mut options = declared_faults(&sc, 4, 3);
     options.client = Some(redis_py());
@@ -795,7 +800,11 @@ fn a_renewal_kept_on_the_link_lands_after_the_release_and_breaks_nothing() {
     // watchdog-long-work with a partition: a renewal due before the holder's release is
     // kept on the link, the driver gives up on it and releases, and the renewal lands
     // after the release. The watchdog's renewal checks the owner: it extends nothing.
-    let sc = soak::one_fault(&scenario("watchdog-long-work"), FaultKind::Partitions).unwrap();
+    let sc = soak::one_fault(
+        &scenario("watchdog-long-work"),
+        SoakFault::Budget(FaultKind::Partition),
+    )
+    .unwrap();
     let o = run(&sc, &declared_faults_early(&sc, 8, RENEWAL_RACE_SEED));
     let race = o
         .faults

@@ -60,18 +60,7 @@ impl Ingredient {
         let mut s = scenario.clone();
         let f = &mut s.faults;
         match self {
-            Ingredient::Fault(kind) => {
-                *match kind {
-                    FaultKind::Pause => &mut f.pauses,
-                    FaultKind::Crash => &mut f.crashes,
-                    FaultKind::Failover => &mut f.failovers,
-                    FaultKind::Restart => &mut f.restarts,
-                    FaultKind::Partition => &mut f.partitions,
-                    FaultKind::ClockJump => &mut f.clock_jumps,
-                    FaultKind::LostReply => &mut f.lost_replies,
-                    FaultKind::SplitBrain => &mut f.split_brains,
-                } = 0;
-            }
+            Ingredient::Fault(kind) => f[kind] = 0,
             Ingredient::StepDelays => s.timing.max_step_delay = 0,
         }
         s
@@ -80,16 +69,7 @@ impl Ingredient {
     /// A noun for the ingredient, singular: "a pause", "step delays".
     fn noun(self) -> &'static str {
         match self {
-            Ingredient::Fault(kind) => match kind {
-                FaultKind::Pause => "a pause",
-                FaultKind::Crash => "a crash",
-                FaultKind::Failover => "a failover",
-                FaultKind::Restart => "a restart",
-                FaultKind::Partition => "a partition",
-                FaultKind::ClockJump => "a clock jump",
-                FaultKind::LostReply => "a lost reply",
-                FaultKind::SplitBrain => "a split brain",
-            },
+            Ingredient::Fault(kind) => kind.noun(),
             Ingredient::StepDelays => "step delays",
         }
     }
@@ -296,14 +276,8 @@ fn struck(ingredient: Ingredient, path: &[Action], states: &[State]) -> Option<S
         if FaultKind::of(a) != Some(kind) {
             return None;
         }
-        let client = match *a {
-            Action::Pause(c)
-            | Action::Crash(c)
-            | Action::ClientClockJump(c)
-            | Action::Partition(c, _)
-            | Action::LoseReply(c, _) => c,
-            _ => return None,
-        };
+        // A client fault names its client; a node fault none.
+        let client = a.client()?;
         Some(Struck::of(&before.clients[usize::from(client)].phase))
     })
 }

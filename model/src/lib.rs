@@ -11,10 +11,12 @@
 //! command name ([`call`]); runs of locklab's own scripts are remembered per thread
 //! (`script_memo`).
 
+pub mod action;
 pub mod blame;
 pub mod call;
 pub mod cause;
 pub mod client;
+pub mod fault;
 pub mod forget;
 pub mod lua;
 pub mod model;

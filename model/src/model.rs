@@ -18,304 +18,21 @@
 use locklab::resource::Stock;
 use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Reply, Step};
 use stateright::{Model, Property as SrProperty};
+
+pub use crate::action::Action;
+pub use crate::fault::FaultKind;
 use std::sync::{Arc, Mutex};
 
 pub use crate::client::Op;
 use crate::client::{Change, Program};
+use crate::fault::Spent;
 use crate::redis::Exec;
 use crate::run_fault::{self, RunFault};
 use crate::scenario::{Arrival, Promotion, Property, Scenario};
-use crate::state::{Client, Flight, Node, Phase, Spent, Split, State, Stray};
+use crate::state::{Client, Flight, Node, Phase, State, Stray};
 
 /// The stock every scenario starts with.
 pub const INITIAL_STOCK: i64 = 10;
-
-/// One step of the system. Client arguments are client indexes; `u8` master slots.
-///
-/// Traces store actions with the derived serde form `{"kind": "Deliver", "args": [0, 1]}`
-/// (the variant's fields in order; see [`crate::trace`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "kind", content = "args")]
-pub enum Action {
-    /// The global clock advances one tick.
-    Tick,
-    /// Client starts an acquire attempt.
-    Acquire(u8),
-    /// The request from client to master slot reaches the node, which executes it; the
-    /// reply starts back.
-    Deliver(u8, u8),
-    /// The reply reaches the (running) client.
-    Receive(u8, u8),
-    /// The request gets no answer (link cut, node down): the client's timeout fires. A
-    /// request cut off by its link stays on the wire ([`Stray`]).
-    Timeout(u8, u8),
-    /// The client's `k`-th request it gave up on (a [`Stray`]) reaches its node once the
-    /// link works again, and runs; nobody reads the reply.
-    DeliverLate(u8, u8),
-    /// The watchdog renews the lease.
-    Renew(u8),
-    /// Critical section: read the stock (with the fencing token, if any).
-    Read(u8),
-    /// Critical section: write the stock minus one.
-    Write(u8),
-    /// Release the lock (one hold of it).
-    Release(u8),
-    /// Re-enter the lock already held (reentrant design).
-    Reenter(u8),
-    /// A replica catches up with its master.
-    Replicate(u8),
-    /// Fault: stop-the-world pause of a client (work, renewal and reply delivery stop).
-    Pause(u8),
-    /// The paused client runs again.
-    Resume(u8),
-    /// Fault: the client process dies.
-    Crash(u8),
-    /// Fault: master slot's node dies and this replica is promoted; the slot's other
-    /// replicas follow the promoted one from now on.
-    Failover(u8, u8),
-    /// Fault: split brain. A partition cuts master slot's node off from Sentinel and
-    /// the replicas on the majority's side, and this replica (one of those) is
-    /// promoted; the old master stays up and keeps serving every client that has not
-    /// learnt of the new one ([`Action::Redirect`]). The third argument is the set of
-    /// the slot's replicas (bit `j`: the slot's `j`-th replica node) left on the old
-    /// master's side: they keep following it (and acknowledging its `WAIT`).
-    SplitBrain(u8, u8, u8),
-    /// During a split brain, the client (on the majority side) learns the new master of
-    /// the slot from Sentinel: from now on it reaches only that one.
-    Redirect(u8, u8),
-    /// Fault: a node restarts empty (no persistence).
-    Restart(u8),
-    /// Fault: the link from client to master slot is cut.
-    Partition(u8, u8),
-    /// The cut link works again.
-    Heal(u8, u8),
-    /// Fault: a node's clock jumps forward.
-    NodeClockJump(u8),
-    /// A node's clock, running fast, gains one tick (bounded by `timing.node_drift`).
-    NodeDrift(u8),
-    /// Fault: a client's clock jumps forward.
-    ClientClockJump(u8),
-    /// Fault: the reply from master slot to client, of a command that ran, is lost: the
-    /// client's timeout fires.
-    LoseReply(u8, u8),
-}
-
-impl Action {
-    /// The client that takes this step, if a client does.
-    pub fn client(&self) -> Option<u8> {
-        use Action::*;
-        match *self {
-            Acquire(c)
-            | Deliver(c, _)
-            | Receive(c, _)
-            | Timeout(c, _)
-            | DeliverLate(c, _)
-            | Renew(c)
-            | Read(c)
-            | Write(c)
-            | Release(c)
-            | Reenter(c)
-            | Pause(c)
-            | Resume(c)
-            | Crash(c)
-            | Partition(c, _)
-            | Heal(c, _)
-            | Redirect(c, _)
-            | ClientClockJump(c)
-            | LoseReply(c, _) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// The same action with clients renamed by `client` and master slots and nodes by
-    /// `node`.
-    pub fn rename(self, client: impl Fn(u8) -> u8, node: impl Fn(u8) -> u8) -> Action {
-        use Action::*;
-        let (c, n) = (&client, &node);
-        match self {
-            Tick => Tick,
-            Acquire(x) => Acquire(c(x)),
-            Deliver(x, m) => Deliver(c(x), n(m)),
-            Receive(x, m) => Receive(c(x), n(m)),
-            Timeout(x, m) => Timeout(c(x), n(m)),
-            // A stray keeps its place in its client's list; its slot is in the state.
-            DeliverLate(x, k) => DeliverLate(c(x), k),
-            Renew(x) => Renew(c(x)),
-            Read(x) => Read(c(x)),
-            Write(x) => Write(c(x)),
-            Release(x) => Release(c(x)),
-            Reenter(x) => Reenter(c(x)),
-            Replicate(r) => Replicate(n(r)),
-            Pause(x) => Pause(c(x)),
-            Resume(x) => Resume(c(x)),
-            Crash(x) => Crash(c(x)),
-            Failover(m, r) => Failover(n(m), n(r)),
-            // Replica sides are named within their slot: master renamings (Redlock,
-            // which has no replicas) leave them as they are.
-            SplitBrain(m, r, with_old) => SplitBrain(n(m), n(r), with_old),
-            Redirect(x, m) => Redirect(c(x), n(m)),
-            Restart(r) => Restart(n(r)),
-            Partition(x, m) => Partition(c(x), n(m)),
-            Heal(x, m) => Heal(c(x), n(m)),
-            NodeClockJump(r) => NodeClockJump(n(r)),
-            NodeDrift(r) => NodeDrift(n(r)),
-            ClientClockJump(x) => ClientClockJump(c(x)),
-            LoseReply(x, m) => LoseReply(c(x), n(m)),
-        }
-    }
-
-    /// The critical-section op this action takes, if it is one.
-    pub fn op(&self) -> Option<Op> {
-        match self {
-            Action::Read(_) => Some(Op::Read),
-            Action::Write(_) => Some(Op::Write),
-            Action::Release(_) => Some(Op::Release),
-            Action::Reenter(_) => Some(Op::Reenter),
-            _ => None,
-        }
-    }
-
-    /// Whether the action is a fault from the budget.
-    pub fn is_fault(&self) -> bool {
-        use Action::*;
-        matches!(
-            self,
-            Pause(_)
-                | Crash(_)
-                | Failover(..)
-                | SplitBrain(..)
-                | Restart(_)
-                | Partition(..)
-                | NodeClockJump(_)
-                | ClientClockJump(_)
-                | LoseReply(..)
-        )
-    }
-}
-
-/// The kinds of fault of a scenario's `[faults]` budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum FaultKind {
-    Pause,
-    Crash,
-    Failover,
-    Restart,
-    Partition,
-    ClockJump,
-    LostReply,
-    SplitBrain,
-}
-
-impl FaultKind {
-    /// Every kind, in the order of the `[faults]` keys.
-    pub const ALL: [FaultKind; 8] = [
-        FaultKind::Pause,
-        FaultKind::Crash,
-        FaultKind::Failover,
-        FaultKind::Restart,
-        FaultKind::Partition,
-        FaultKind::ClockJump,
-        FaultKind::LostReply,
-        FaultKind::SplitBrain,
-    ];
-
-    /// The kind of a fault action (`None` for every other action).
-    pub fn of(action: &Action) -> Option<FaultKind> {
-        Some(match action {
-            Action::Pause(_) => FaultKind::Pause,
-            Action::Crash(_) => FaultKind::Crash,
-            Action::Failover(..) => FaultKind::Failover,
-            Action::Restart(_) => FaultKind::Restart,
-            Action::Partition(..) => FaultKind::Partition,
-            Action::NodeClockJump(_) | Action::ClientClockJump(_) => FaultKind::ClockJump,
-            Action::LoseReply(..) => FaultKind::LostReply,
-            Action::SplitBrain(..) => FaultKind::SplitBrain,
-            _ => return None,
-        })
-    }
-
-    /// Its `[faults]` key.
-    pub fn key(self) -> &'static str {
-        match self {
-            FaultKind::Pause => "pauses",
-            FaultKind::Crash => "crashes",
-            FaultKind::Failover => "failovers",
-            FaultKind::Restart => "restarts",
-            FaultKind::Partition => "partitions",
-            FaultKind::ClockJump => "clock_jumps",
-            FaultKind::LostReply => "lost_replies",
-            FaultKind::SplitBrain => "split_brains",
-        }
-    }
-
-    /// Its budget in `faults`.
-    pub fn budget(self, faults: &crate::scenario::Faults) -> u32 {
-        match self {
-            FaultKind::Pause => faults.pauses,
-            FaultKind::Crash => faults.crashes,
-            FaultKind::Failover => faults.failovers,
-            FaultKind::Restart => faults.restarts,
-            FaultKind::Partition => faults.partitions,
-            FaultKind::ClockJump => faults.clock_jumps,
-            FaultKind::LostReply => faults.lost_replies,
-            FaultKind::SplitBrain => faults.split_brains,
-        }
-    }
-}
-
-impl std::fmt::Display for Action {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        use Action::*;
-        let c = |c: &u8| format!("client{}", c + 1);
-        match self {
-            Tick => write!(f, "tick"),
-            Acquire(x) => write!(f, "{} acquire", c(x)),
-            Deliver(x, m) => write!(f, "{} request to master{} executed", c(x), m + 1),
-            Receive(x, m) => write!(f, "{} receives the reply from master{}", c(x), m + 1),
-            Timeout(x, m) => write!(f, "{} request to master{} times out", c(x), m + 1),
-            DeliverLate(x, k) => write!(
-                f,
-                "{} request given up on (#{}) reaches its node and runs; nobody reads the reply",
-                c(x),
-                k + 1
-            ),
-            Renew(x) => write!(f, "{} watchdog renews", c(x)),
-            Read(x) => write!(f, "{} reads stock", c(x)),
-            Write(x) => write!(f, "{} writes stock", c(x)),
-            Release(x) => write!(f, "{} releases", c(x)),
-            Reenter(x) => write!(f, "{} re-enters", c(x)),
-            Replicate(n) => write!(f, "node{} replicates", n + 1),
-            Pause(x) => write!(f, "FAULT {} paused (stop-the-world)", c(x)),
-            Resume(x) => write!(f, "{} resumes", c(x)),
-            Crash(x) => write!(f, "FAULT {} crashes", c(x)),
-            Failover(m, r) => write!(f, "FAULT master{} dies, node{} promoted", m + 1, r + 1),
-            SplitBrain(m, r, with_old) => {
-                write!(
-                    f,
-                    "FAULT split brain: master{} cut off from Sentinel but up, node{} promoted",
-                    m + 1,
-                    r + 1
-                )?;
-                if *with_old != 0 {
-                    let left: Vec<String> = (0..8)
-                        .filter(|j| with_old & (1 << j) != 0)
-                        .map(|j| format!("replica {} of master{}", j + 1, m + 1))
-                        .collect();
-                    write!(f, "; on the old master's side: {}", left.join(", "))?;
-                }
-                Ok(())
-            }
-            Redirect(x, m) => write!(f, "{} learns the new master{} from Sentinel", c(x), m + 1),
-            Restart(n) => write!(f, "FAULT node{} restarts empty", n + 1),
-            Partition(x, m) => write!(f, "FAULT link {} -> master{} cut", c(x), m + 1),
-            Heal(x, m) => write!(f, "link {} -> master{} healed", c(x), m + 1),
-            NodeClockJump(n) => write!(f, "FAULT node{} clock jumps forward", n + 1),
-            NodeDrift(n) => write!(f, "node{} clock runs fast: gains a tick", n + 1),
-            ClientClockJump(x) => write!(f, "FAULT {} clock jumps forward", c(x)),
-            LoseReply(x, m) => write!(f, "FAULT reply master{} -> {} lost", m + 1, c(x)),
-        }
-    }
-}
 
 /// The model of one scenario.
 #[derive(Clone, Debug)]
@@ -441,7 +158,7 @@ impl LockModel {
         &self.program
     }
 
-    fn masters(&self) -> usize {
+    pub(crate) fn masters(&self) -> usize {
         self.scenario.topology.masters as usize
     }
 
@@ -555,57 +272,11 @@ impl LockModel {
         }
     }
 
+    /// The faults and their undoing steps (see [`crate::fault`]), and each replica's
+    /// catching up with its master.
     fn fault_actions(&self, s: &State, out: &mut Vec<Action>) {
-        let f = &self.scenario.faults;
-        let n_clients = s.clients.len();
-        for i in 0..n_clients {
-            let c = &s.clients[i];
-            let ci = client_index(i);
-            if c.phase == Phase::Crashed || c.phase == Phase::Done {
-                // The network heals whether or not the client still runs: what it left
-                // on the wire then arrives.
-                if !c.strays.is_empty() || c.flights.iter().any(Option::is_some) {
-                    for m in (0..self.masters()).map(client_index) {
-                        if c.cut & (1 << m) != 0 {
-                            out.push(Action::Heal(ci, m));
-                        }
-                    }
-                }
-                continue;
-            }
-            if c.paused {
-                out.push(Action::Resume(ci));
-            } else if u32::from(s.spent.pauses) < f.pauses {
-                out.push(Action::Pause(ci));
-            }
-            if u32::from(s.spent.crashes) < f.crashes {
-                out.push(Action::Crash(ci));
-            }
-            for m in (0..self.masters()).map(client_index) {
-                if c.cut & (1 << m) != 0 {
-                    out.push(Action::Heal(ci, m));
-                } else if u32::from(s.spent.partitions) < f.partitions {
-                    out.push(Action::Partition(ci, m));
-                }
-            }
-            if u32::from(s.spent.lost_replies) < f.lost_replies && c.running() {
-                for (m, fl) in c.flights.iter().enumerate() {
-                    if fl.as_ref().is_some_and(|fl| fl.held.is_some()) {
-                        out.push(Action::LoseReply(ci, client_index(m)));
-                    }
-                }
-            }
-            if let Some(sp) = &s.split {
-                if sp.moved & (1 << i) == 0 && c.phase != Phase::Done {
-                    out.push(Action::Redirect(ci, sp.slot));
-                }
-            }
-            if u32::from(s.spent.clock_jumps) < f.clock_jumps
-                && self.scenario.design == DesignId::GetsetTimestamp
-            {
-                // Client clocks matter only where the design compares timestamps.
-                out.push(Action::ClientClockJump(ci));
-            }
+        for i in 0..s.clients.len() {
+            self.client_faults(s, i, out);
         }
         for (n, node) in s.nodes.iter().enumerate() {
             if !node.alive {
@@ -616,52 +287,8 @@ impl LockModel {
                 if up.alive && (up.data != node.data || up.repl_offset != node.repl_offset) {
                     out.push(Action::Replicate(client_index(n)));
                 }
-                let slot = s.serving.iter().position(|&p| p == master);
-                if let (Some(m), true) = (slot, self.promotable(s, n, 0)) {
-                    if u32::from(s.spent.failovers) < f.failovers {
-                        out.push(Action::Failover(client_index(m), client_index(n)));
-                    }
-                }
-                if let (Some(m), None, true) = (
-                    slot,
-                    &s.split,
-                    u32::from(s.spent.split_brains) < f.split_brains,
-                ) {
-                    // Every way the partition can split the other replicas: those on the
-                    // old master's side stay with it; Sentinel promotes among the rest.
-                    let others = self.followers(s, master, m) & !self.replica_bit(m, n);
-                    let mut with_old = others;
-                    loop {
-                        if self.promotable(s, n, with_old) {
-                            out.push(Action::SplitBrain(
-                                client_index(m),
-                                client_index(n),
-                                with_old,
-                            ));
-                        }
-                        if with_old == 0 {
-                            break;
-                        }
-                        with_old = (with_old - 1) & others;
-                    }
-                }
             }
             self.node_faults(s, n, out);
-        }
-    }
-
-    /// The faults the budget still allows at live node `n`: a restart, a clock jump, a
-    /// drift step.
-    pub(crate) fn node_faults(&self, s: &State, n: usize, out: &mut Vec<Action>) {
-        let f = &self.scenario.faults;
-        if u32::from(s.spent.restarts) < f.restarts {
-            out.push(Action::Restart(client_index(n)));
-        }
-        if u32::from(s.spent.clock_jumps) < f.clock_jumps {
-            out.push(Action::NodeClockJump(client_index(n)));
-        }
-        if u32::from(s.nodes[n].drifted) < self.scenario.timing.node_drift {
-            out.push(Action::NodeDrift(client_index(n)));
         }
     }
 
@@ -714,7 +341,7 @@ impl LockModel {
     /// offset among its master's live replicas that Sentinel reaches (those of
     /// `hidden`, the slot's replicas on the old master's side of a split brain, it
     /// does not).
-    fn promotable(&self, s: &State, n: usize, hidden: u8) -> bool {
+    pub(crate) fn promotable(&self, s: &State, n: usize, hidden: u8) -> bool {
         match self.scenario.topology.promotion {
             Promotion::Any => true,
             Promotion::MostAdvanced => {
@@ -746,7 +373,7 @@ impl LockModel {
     }
 
     /// The bit of replica node `n` in a set of slot `m`'s replicas (0 when it is not one).
-    fn replica_bit(&self, m: usize, n: usize) -> u8 {
+    pub(crate) fn replica_bit(&self, m: usize, n: usize) -> u8 {
         match self.slot_replica(n) {
             Some((slot, j)) if slot == m => 1 << j,
             _ => 0,
@@ -754,7 +381,7 @@ impl LockModel {
     }
 
     /// The live replicas of slot `m` that follow node `master`, as a set.
-    fn followers(&self, s: &State, master: u8, m: usize) -> u8 {
+    pub(crate) fn followers(&self, s: &State, master: u8, m: usize) -> u8 {
         (0..s.nodes.len())
             .filter(|&k| s.nodes[k].alive && s.nodes[k].replica_of == Some(master))
             .fold(0, |set, k| set | self.replica_bit(m, k))
@@ -864,7 +491,7 @@ impl LockModel {
         change
     }
 
-    fn answer(&self, s: &mut State, i: usize, m: usize, answer: Answer) {
+    pub(crate) fn answer(&self, s: &mut State, i: usize, m: usize, answer: Answer) {
         s.clients[i].flights[m] = None;
         let now = self.client_clock(s, i);
         let step = s.clients[i].machine.on_answer(&self.cfg, m, answer, now);
@@ -949,7 +576,7 @@ impl LockModel {
     /// of `stay` (on the old master's side of a split brain), which Sentinel cannot
     /// reach; each resyncs from its master at its next `Replicate` step (until then it
     /// lags).
-    fn promote(&self, s: &mut State, m: u8, r: u8, stay: u8) -> u8 {
+    pub(crate) fn promote(&self, s: &mut State, m: u8, r: u8, stay: u8) -> u8 {
         let old = s.serving[m as usize];
         s.nodes[r as usize].replica_of = None;
         s.serving[m as usize] = r;
@@ -984,7 +611,7 @@ impl LockModel {
 
     /// A node that died or restarted drops its connections: the requests given up on
     /// that were on their way to it never arrive.
-    fn drop_strays_to(s: &mut State, node: u8) {
+    pub(crate) fn drop_strays_to(s: &mut State, node: u8) {
         for c in &mut s.clients {
             c.strays.retain(|st| st.flight.node != node);
         }
@@ -1066,31 +693,6 @@ impl LockModel {
             Phase::Idle | Phase::Acquiring | Phase::Done | Phase::Crashed => false,
         };
         believes && !self.lease_held(s, d)
-    }
-
-    /// Whether fault `action` strikes a hold: a client fault of a client that holds the
-    /// lock, a node fault of a node that keeps a holder's lock entry, a failover or
-    /// split brain of the slot whose master keeps one.
-    pub fn strikes_a_hold(&self, s: &State, action: Action) -> bool {
-        let keeps_a_holders_entry = |n: usize| {
-            s.nodes[n]
-                .data
-                .entry(&self.cfg.key)
-                .and_then(|e| e.owner)
-                .is_some_and(|o| s.clients[usize::from(o)].holding())
-        };
-        match action {
-            Action::Pause(c)
-            | Action::Crash(c)
-            | Action::ClientClockJump(c)
-            | Action::Partition(c, _)
-            | Action::LoseReply(c, _) => s.clients[usize::from(c)].holding(),
-            Action::Restart(n) | Action::NodeClockJump(n) => keeps_a_holders_entry(usize::from(n)),
-            Action::Failover(m, _) | Action::SplitBrain(m, ..) => {
-                keeps_a_holders_entry(usize::from(s.serving[usize::from(m)]))
-            }
-            _ => false,
-        }
     }
 
     /// The vacuity guard: some client completed its critical section.
@@ -1278,71 +880,6 @@ impl Model for LockModel {
                 s.nodes[n as usize].data = s.nodes[master].data.clone();
                 s.nodes[n as usize].repl_offset = s.nodes[master].repl_offset;
             }
-            Action::Pause(c) => {
-                s.spent.pauses += 1;
-                s.clients[c as usize].paused = true;
-            }
-            Action::Resume(c) => {
-                s.clients[c as usize].paused = false;
-                s.clients[c as usize].waited = 0;
-            }
-            Action::Crash(c) => {
-                s.spent.crashes += 1;
-                let cl = &mut s.clients[c as usize];
-                cl.phase = Phase::Crashed;
-                cl.paused = false;
-                // What is on the wire stays there: a request still reaches its node; a
-                // reply has nobody to read it.
-                for f in &mut cl.flights {
-                    if f.as_ref().is_some_and(|f| f.held.is_some()) {
-                        *f = None;
-                    }
-                }
-            }
-            Action::Failover(m, r) => {
-                s.spent.failovers += 1;
-                let old = self.promote(&mut s, m, r, 0);
-                s.nodes[old as usize].alive = false;
-                Self::drop_strays_to(&mut s, old);
-            }
-            Action::SplitBrain(m, r, with_old) => {
-                s.spent.split_brains += 1;
-                let old = self.promote(&mut s, m, r, with_old);
-                s.split = Some(Split {
-                    slot: m,
-                    old,
-                    moved: 0,
-                });
-            }
-            Action::Redirect(c, _) => {
-                s.split.as_mut()?.moved |= 1 << c;
-            }
-            Action::Restart(n) => {
-                s.spent.restarts += 1;
-                s.nodes[n as usize].data = Default::default();
-                Self::drop_strays_to(&mut s, n);
-            }
-            Action::Partition(c, m) => {
-                s.spent.partitions += 1;
-                s.clients[c as usize].cut |= 1 << m;
-            }
-            Action::Heal(c, m) => s.clients[c as usize].cut &= !(1 << m),
-            Action::NodeClockJump(n) => {
-                s.spent.clock_jumps += 1;
-                let jump = i64::from(self.scenario.timing.clock_jump);
-                s.nodes[n as usize].offset += jump;
-                let clock = self.node_clock(&s, n as usize);
-                s.nodes[n as usize].data.expire(clock);
-            }
-            Action::LoseReply(c, m) => {
-                let f = s.clients[c as usize].flights[m as usize].as_ref()?;
-                f.held.as_ref()?;
-                if u32::from(s.spent.lost_replies) >= self.scenario.faults.lost_replies {
-                    return None;
-                }
-                s.spent.lost_replies += 1;
-                self.answer(&mut s, c as usize, m as usize, Err(NoAnswer));
-            }
             Action::NodeDrift(n) => {
                 let node = &mut s.nodes[n as usize];
                 node.drifted += 1;
@@ -1350,10 +887,18 @@ impl Model for LockModel {
                 let clock = self.node_clock(&s, n as usize);
                 s.nodes[n as usize].data.expire(clock);
             }
-            Action::ClientClockJump(c) => {
-                s.spent.clock_jumps += 1;
-                s.clients[c as usize].offset += i64::from(self.scenario.timing.clock_jump);
-            }
+            Action::Pause(_)
+            | Action::Resume(_)
+            | Action::Crash(_)
+            | Action::Failover(..)
+            | Action::SplitBrain(..)
+            | Action::Redirect(..)
+            | Action::Restart(_)
+            | Action::Partition(..)
+            | Action::Heal(..)
+            | Action::NodeClockJump(_)
+            | Action::ClientClockJump(_)
+            | Action::LoseReply(..) => self.apply_fault(&mut s, action)?,
         }
         Some(s)
     }

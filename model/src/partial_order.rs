@@ -102,7 +102,7 @@
 use stateright::Model;
 
 use crate::client::Op;
-use crate::model::{client_index, Action, LockModel};
+use crate::model::{client_index, Action, FaultKind, LockModel};
 use crate::state::{Client, Phase, State};
 
 impl LockModel {
@@ -282,13 +282,11 @@ impl LockModel {
     /// lost reply or a cut link left in the budget, a replica that could be promoted, or
     /// a split brain in effect (its redirects).
     fn could_interfere_with_reads(&self, s: &State) -> bool {
-        let f = &self.scenario.faults;
-        let left = |spent: u8, budget: u32| u32::from(spent) < budget;
-        left(s.spent.lost_replies, f.lost_replies)
-            || left(s.spent.partitions, f.partitions)
+        let left = |kind| self.budget_left(s, kind);
+        left(FaultKind::LostReply)
+            || left(FaultKind::Partition)
             || (self.scenario.topology.replicas > 0
-                && (left(s.spent.failovers, f.failovers)
-                    || left(s.spent.split_brains, f.split_brains)))
+                && (left(FaultKind::Failover) || left(FaultKind::SplitBrain)))
             || s.split.is_some()
             // A request given up on may still reach any master, unbidden.
             || s.clients.iter().any(|c| !c.strays.is_empty())

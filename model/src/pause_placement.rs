@@ -40,13 +40,13 @@
 //! `model/tests/reductions.rs` compares verdicts, lengths and coverage with the search
 //! without this reduction on every scenario with a pause.
 
-use crate::model::{Action, LockModel};
+use crate::model::{Action, FaultKind, LockModel};
 use crate::state::State;
 
 impl LockModel {
     /// Whether the reduction can act on this model: it has pauses to place.
     pub fn pause_placement_applies(&self) -> bool {
-        self.scenario.faults.pauses > 0
+        self.scenario.faults[FaultKind::Pause] > 0
     }
 
     /// Narrow the steps `out` offered from `s` to those whose pauses begin just before a
@@ -55,7 +55,8 @@ impl LockModel {
         out.retain(|&a| match a {
             Action::Tick => true,
             Action::Pause(c) => {
-                let more = u32::from(s.spent.pauses) + 1 < self.scenario.faults.pauses;
+                let more = u32::from(s.spent[FaultKind::Pause]) + 1
+                    < self.scenario.faults[FaultKind::Pause];
                 let mut paused = s.clone();
                 for (i, cl) in paused.clients.iter_mut().enumerate() {
                     cl.paused |= more || i == usize::from(c);

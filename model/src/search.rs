@@ -34,6 +34,7 @@ use std::time::Instant;
 
 use stateright::Model;
 
+use crate::fault::PerFault;
 use crate::model::{Action, FaultKind, LockModel};
 use crate::recheck::{collision_probability, recheck, PathError};
 use crate::scenario::Property;
@@ -251,10 +252,10 @@ pub struct Progress {
 /// purchase guard).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Coverage {
-    /// Per fault kind (bit `k` for [`FaultKind::ALL`]`[k]`): some explored step strikes a
+    /// Per fault kind: some explored step strikes a
     /// hold with it: a client fault of a holder, a node fault of a node that keeps a
     /// holder's lock entry (a failover or split brain of its slot).
-    faults_during_hold: u32,
+    faults_during_hold: PerFault<bool>,
     /// Some explored state has a holder that still believes it holds (in its critical
     /// section, or re-entering) while its lease is gone: it ran out, or its key vanished
     /// ([`LockModel::lease_lost`]).
@@ -266,12 +267,13 @@ pub struct Coverage {
 impl Coverage {
     /// Whether some explored step injects a fault of `kind` while a client holds.
     pub fn fault_during_hold(&self, kind: FaultKind) -> bool {
-        let k = FaultKind::ALL.iter().position(|f| *f == kind).unwrap_or(0);
-        self.faults_during_hold & (1 << k) != 0
+        self.faults_during_hold[kind]
     }
 
     fn merge(&mut self, other: &Coverage) {
-        self.faults_during_hold |= other.faults_during_hold;
+        for kind in FaultKind::ALL {
+            self.faults_during_hold[kind] |= other.faults_during_hold[kind];
+        }
         self.lease_lost |= other.lease_lost;
         self.attempt_after_loss |= other.attempt_after_loss;
     }
@@ -286,8 +288,7 @@ impl Coverage {
     pub(crate) fn record(&mut self, model: &LockModel, s: &State, action: Action) {
         if let Some(kind) = FaultKind::of(&action) {
             if model.strikes_a_hold(s, action) {
-                let k = FaultKind::ALL.iter().position(|f| *f == kind).unwrap_or(0);
-                self.faults_during_hold |= 1 << k;
+                self.faults_during_hold[kind] = true;
             }
         }
         if !self.lease_lost {

@@ -5,6 +5,7 @@ use locklab::resource::Stock;
 use locklab::LockMachine;
 
 pub use crate::client::{Flight, Phase, Stray};
+use crate::fault::Spent;
 use crate::redis::Data;
 
 /// One client process.
@@ -66,19 +67,6 @@ pub struct Node {
     pub repl_offset: u8,
     /// Ticks its clock has run ahead by drift (bounded by `timing.node_drift`).
     pub drifted: u8,
-}
-
-/// Faults spent so far.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Spent {
-    pub pauses: u8,
-    pub crashes: u8,
-    pub failovers: u8,
-    pub restarts: u8,
-    pub partitions: u8,
-    pub clock_jumps: u8,
-    pub lost_replies: u8,
-    pub split_brains: u8,
 }
 
 /// A split brain (the case Jepsen found in Redis Sentinel): a partition cuts master slot

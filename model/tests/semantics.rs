@@ -110,7 +110,7 @@ fn a_lost_reply_times_out_a_command_that_ran() {
         Some(0)
     );
     assert!(!last.clients[0].holding(), "the client saw a timeout");
-    assert_eq!(last.spent.lost_replies, 1);
+    assert_eq!(last.spent[locklab_model::fault::FaultKind::LostReply], 1);
     assert!(
         replay(
             &model,

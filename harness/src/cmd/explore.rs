@@ -97,13 +97,12 @@ impl fmt::Debug for Shown {
         if snap.rejected > 0 {
             writeln!(f, "stale accesses rejected by the store: {}", snap.rejected)?;
         }
-        let sp = &s.spent;
-        write!(
-            f,
-            "faults spent: pauses {}, crashes {}, failovers {}, restarts {}, partitions {}, \
-             clock jumps {}",
-            sp.pauses, sp.crashes, sp.failovers, sp.restarts, sp.partitions, sp.clock_jumps
-        )
+        let spent: Vec<String> = s
+            .spent
+            .iter()
+            .map(|(kind, n)| format!("{} {n}", kind.key()))
+            .collect();
+        write!(f, "faults spent: {}", spent.join(", "))
     }
 }
 

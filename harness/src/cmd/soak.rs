@@ -21,7 +21,7 @@ use std::time::Duration;
 use locklab_harness::run::history::{Entry, Event};
 use locklab_harness::run::RunError;
 use locklab_harness::soak::adapter::AdapterCommand;
-use locklab_harness::soak::{self, FaultKind, SoakOptions, SoakOutcome};
+use locklab_harness::soak::{self, SoakFault, SoakOptions, SoakOutcome};
 use locklab_model::model::LockModel;
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::{search, SearchOptions};
@@ -403,7 +403,7 @@ fn to_json(expect: &Expected, args: &SoakArgs, o: &SoakOutcome, code: i32) -> Va
         "unexpected": unexpected,
         "not_judged": o.unjudged.iter().map(|(p, why)| json!({"property": p.as_str(), "why": why})).collect::<Vec<_>>(),
         "not_injected": o.not_injected,
-        "fault": args.fault.map(FaultKind::as_str),
+        "fault": args.fault.map(SoakFault::as_str),
         "model": model,
         "adapter": o.adapter,
         "cluster": o.cluster,
@@ -418,7 +418,7 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
     let file = resolve(&args.scenario)?;
     let scenario = match args.fault {
         Some(kind) => {
-            if kind == FaultKind::SlowSteps && args.no_slow_steps {
+            if kind == SoakFault::SlowSteps && args.no_slow_steps {
                 return Err(Failure::BadInput(
                     "--fault slow_steps runs the slow clients alone; --no-slow-steps leaves them out"
                         .into(),
@@ -453,7 +453,7 @@ pub fn run(args: &SoakArgs) -> Result<i32, Failure> {
         options.clients = usize::from(c);
     }
     options.slow_steps = match args.fault {
-        Some(kind) => kind == FaultKind::SlowSteps,
+        Some(kind) => kind == SoakFault::SlowSteps,
         None => !args.no_slow_steps,
     };
     options.client = args.client.as_ref().map(|cmd| {

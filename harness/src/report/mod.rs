@@ -123,19 +123,12 @@ fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
         locklab::Fencing::Writes => "writes",
         locklab::Fencing::All => "all",
     };
-    let f = &s.faults;
-    let faults: Vec<String> = [
-        ("pause", f.pauses),
-        ("crash", f.crashes),
-        ("failover", f.failovers),
-        ("restart", f.restarts),
-        ("partition", f.partitions),
-        ("clock jump", f.clock_jumps),
-    ]
-    .into_iter()
-    .filter(|(_, n)| *n > 0)
-    .map(|(what, n)| format!("{n} {what}{}", if n > 1 { "s" } else { "" }))
-    .collect();
+    let faults: Vec<String> = s
+        .faults
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(kind, &n)| kind.counted(n))
+        .collect();
     let t = &s.timing;
     vec![
         ("design", s.design.as_str().to_string()),

@@ -37,12 +37,12 @@ use std::time::{Duration, Instant};
 use locklab::resource::Stock;
 use locklab::{Command, LockConfig, Millis, NoAnswer, Reply};
 use locklab_cluster::ClusterError;
-use locklab_model::model::{Action, LockModel, INITIAL_STOCK};
+use locklab_model::model::{Action, FaultKind, LockModel, INITIAL_STOCK};
 use locklab_model::scenario::Scenario;
 
 use client::{Change, Client, Phase, Program, Stray, LINK_TIMEOUTS};
 use history::{Event, History};
-use nemesis::Nemesis;
+use nemesis::{Nemesis, Processes};
 
 /// The name of the lost-reply emulation, as reports show it: the command really ran
 /// on Redis, the engine read its reply and withholds it from the client, whose lock
@@ -219,6 +219,31 @@ fn inapplicable(step: usize, action: Action, why: &str) -> RunError {
     }
 }
 
+/// The engine's clients, as the nemesis strikes their processes.
+struct EngineProcesses<'a> {
+    clients: &'a mut [Client],
+    cfg: &'a LockConfig,
+}
+
+impl Processes for EngineProcesses<'_> {
+    fn pause(&mut self, c: usize) {
+        self.clients[c].gate.pause();
+    }
+
+    fn resume(&mut self, c: usize) {
+        self.clients[c].gate.resume();
+    }
+
+    fn crash(&mut self, c: usize, urls: &[String]) {
+        self.clients[c].crash(self.cfg, urls);
+    }
+
+    fn jump_clock(&mut self, c: usize, ms: i64) -> String {
+        self.clients[c].clock_offset += ms;
+        format!("{} clock +{ms} ms", client_name(c))
+    }
+}
+
 impl Run {
     /// `tick_ms` as a signed ms count (it is at most `MAX_TICK_MS`, checked at start).
     fn tick_ms_i64(&self) -> Millis {
@@ -241,7 +266,7 @@ impl Run {
             replicas,
             sentinels,
             n_clients,
-            scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
+            scenario.faults[FaultKind::ClockJump] > 0 || scenario.timing.node_drift > 0,
         )
         .await?;
         let mut clients = Vec::new();
@@ -505,102 +530,18 @@ impl Run {
                 self.record(Event::Fault { what: what.clone() });
                 self.line(node_name(n), format!("replicates: {what}"), None);
             }
-            Action::Pause(c) => {
-                let c = c as usize;
-                self.clients[c].gate.pause();
-                self.record(Event::Pause { client: c });
-                self.line(
-                    client_name(c),
-                    "FAULT stop-the-world pause (work, renewal and replies stop)".into(),
-                    None,
-                );
-            }
-            Action::Resume(c) => {
-                let c = c as usize;
-                self.clients[c].gate.resume();
-                self.record(Event::Resume { client: c });
-                self.line(client_name(c), "resumes".into(), None);
-            }
-            Action::Crash(c) => {
-                let c = c as usize;
-                let urls: Vec<String> = (0..serving.len())
-                    .map(|m| self.nemesis.link(c, m).url())
-                    .collect();
-                self.clients[c].crash(&self.cfg, &urls);
-                self.record(Event::Crash { client: c });
-                self.line(
-                    client_name(c),
-                    "FAULT crashes (process gone, connections dropped)".into(),
-                    None,
-                );
-            }
-            Action::Failover(m, r) => {
-                let (m, r) = (m as usize, r as usize);
-                if r >= self.nemesis.nodes() || m >= serving.len() {
-                    return Err(inapplicable(step, action, "no such node"));
-                }
-                let old = self.nemesis.serving(m);
-                let what = self.nemesis.failover(m, r).await?;
-                self.drop_strays_to(old);
-                self.reconnect_slot(m)?;
-                self.record(Event::Fault { what: what.clone() });
-                self.line("nemesis".into(), format!("FAULT failover: {what}"), None);
-            }
-            Action::SplitBrain(m, r, with_old) => {
-                let (m, r) = (m as usize, r as usize);
-                if r >= self.nemesis.nodes() || m >= serving.len() {
-                    return Err(inapplicable(step, action, "no such node"));
-                }
-                let what = self.nemesis.split_brain(m, r, with_old).await?;
-                self.record(Event::Fault { what: what.clone() });
-                self.line("nemesis".into(), format!("FAULT split brain: {what}"), None);
-            }
-            Action::Redirect(c, m) => {
-                let (c, m) = (c as usize, m as usize);
-                let what = self
-                    .nemesis
-                    .redirect(c, m)
-                    .ok_or_else(|| inapplicable(step, action, "no split brain on this slot"))?;
-                let url = self.nemesis.link(c, m).url();
-                self.clients[c]
-                    .reconnect(m, &url)
-                    .map_err(|e| RunError::Client(e.to_string()))?;
-                self.record(Event::Fault { what: what.clone() });
-                self.line(client_name(c), what, None);
-            }
-            Action::Restart(n) => {
-                let n = n as usize;
-                let what = self.nemesis.restart(n).await?;
-                self.owner[n] = None;
-                self.drop_strays_to(n);
-                for (m, _) in serving
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &s)| usize::from(s) == n)
-                {
-                    self.reconnect_slot(m)?;
-                }
-                self.record(Event::Fault { what: what.clone() });
-                self.line("nemesis".into(), format!("FAULT restart: {what}"), None);
-            }
-            Action::Partition(c, m) | Action::Heal(c, m) => {
-                let cut = matches!(action, Action::Partition(..));
-                let what = self.nemesis.partition(c as usize, m as usize, cut);
-                self.record(Event::Fault { what: what.clone() });
-                let tag = if cut { "FAULT partition" } else { "heal" };
-                self.line("nemesis".into(), format!("{tag}: {what}"), None);
-            }
-            Action::NodeClockJump(n) => {
-                let jump = i64::from(self.scenario.timing.clock_jump) * self.tick_ms_i64();
-                let what = self.nemesis.clock_jump(n as usize, jump).await?;
-                self.emulation(nemesis::NODE_CLOCK_EMULATION);
-                self.record(Event::Fault { what: what.clone() });
-                self.line(
-                    "nemesis".into(),
-                    format!("FAULT clock jump (emulated): {what}"),
-                    None,
-                );
-            }
+            Action::Pause(_)
+            | Action::Resume(_)
+            | Action::Crash(_)
+            | Action::Failover(..)
+            | Action::SplitBrain(..)
+            | Action::Redirect(..)
+            | Action::Restart(_)
+            | Action::Partition(..)
+            | Action::Heal(..)
+            | Action::NodeClockJump(_)
+            | Action::NodeDrift(_)
+            | Action::ClientClockJump(_) => self.strike(step, action, &serving).await?,
             Action::LoseReply(c, m) => {
                 let (c, m) = (c as usize, m as usize);
                 let reply = self.clients[c].flights[m]
@@ -612,35 +553,125 @@ impl Run {
                 });
                 self.reply_lost(c, m, reply);
             }
-            Action::NodeDrift(n) => {
-                // A fast clock, emulated as a sequence of one-tick steps of libclockshift.
-                let what = self
-                    .nemesis
-                    .clock_jump(n as usize, self.tick_ms_i64())
-                    .await?;
-                self.emulation(nemesis::NODE_DRIFT_EMULATION);
-                self.record(Event::Fault { what: what.clone() });
-                self.line(
-                    "nemesis".into(),
-                    format!("clock drift (emulated): {what}"),
-                    None,
-                );
-            }
-            Action::ClientClockJump(c) => {
-                let c = c as usize;
-                let jump = i64::from(self.scenario.timing.clock_jump) * self.tick_ms_i64();
-                self.clients[c].clock_offset += jump;
-                self.emulation(nemesis::CLIENT_CLOCK_EMULATION);
-                let what = format!("{} clock +{jump} ms", client_name(c));
-                self.record(Event::Fault { what: what.clone() });
-                self.line(
-                    "nemesis".into(),
-                    format!("FAULT clock jump (emulated): {what}"),
-                    None,
-                );
-            }
         }
         self.observe().await;
+        Ok(())
+    }
+
+    /// Fault `action` (or the step that undoes one) really happens
+    /// ([`Nemesis::carry_out`]); the engine then follows it: the requests it drops, the
+    /// connections it moves, what the history and timeline say.
+    async fn strike(
+        &mut self,
+        step: usize,
+        action: Action,
+        serving: &[u8],
+    ) -> Result<(), RunError> {
+        let jump = i64::from(self.scenario.timing.clock_jump);
+        let strike = self
+            .nemesis
+            .strike_for(action, self.tick_ms_i64(), jump)
+            .ok_or_else(|| inapplicable(step, action, "not a fault"))?;
+        match action {
+            Action::Failover(m, r) | Action::SplitBrain(m, r, _)
+                if usize::from(r) >= self.nemesis.nodes() || usize::from(m) >= serving.len() =>
+            {
+                return Err(inapplicable(step, action, "no such node"));
+            }
+            Action::Redirect(_, m) if !self.nemesis.split_on(usize::from(m)) => {
+                return Err(inapplicable(step, action, "no split brain on this slot"));
+            }
+            _ => {}
+        }
+        let before = match action {
+            Action::Failover(m, _) => self.nemesis.serving(usize::from(m)),
+            _ => 0,
+        };
+        let mut processes = EngineProcesses {
+            clients: &mut self.clients,
+            cfg: &self.cfg,
+        };
+        let what = self.nemesis.carry_out(&strike, &mut processes).await?;
+        let (actor, line) = match action {
+            Action::Pause(c) => {
+                let c = usize::from(c);
+                self.record(Event::Pause { client: c });
+                let line = "FAULT stop-the-world pause (work, renewal and replies stop)";
+                (client_name(c), line.to_string())
+            }
+            Action::Resume(c) => {
+                let c = usize::from(c);
+                self.record(Event::Resume { client: c });
+                (client_name(c), "resumes".to_string())
+            }
+            Action::Crash(c) => {
+                let c = usize::from(c);
+                self.record(Event::Crash { client: c });
+                let line = "FAULT crashes (process gone, connections dropped)";
+                (client_name(c), line.to_string())
+            }
+            Action::Failover(m, _) => {
+                self.drop_strays_to(before);
+                self.reconnect_slot(usize::from(m))?;
+                self.record(Event::Fault { what: what.clone() });
+                ("nemesis".into(), format!("FAULT failover: {what}"))
+            }
+            Action::SplitBrain(..) => {
+                self.record(Event::Fault { what: what.clone() });
+                ("nemesis".into(), format!("FAULT split brain: {what}"))
+            }
+            Action::Redirect(c, m) => {
+                let (c, m) = (usize::from(c), usize::from(m));
+                let url = self.nemesis.link(c, m).url();
+                self.clients[c]
+                    .reconnect(m, &url)
+                    .map_err(|e| RunError::Client(e.to_string()))?;
+                self.record(Event::Fault { what: what.clone() });
+                (client_name(c), what)
+            }
+            Action::Restart(n) => {
+                let n = usize::from(n);
+                self.owner[n] = None;
+                self.drop_strays_to(n);
+                for (m, _) in serving
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &s)| usize::from(s) == n)
+                {
+                    self.reconnect_slot(m)?;
+                }
+                self.record(Event::Fault { what: what.clone() });
+                ("nemesis".into(), format!("FAULT restart: {what}"))
+            }
+            Action::Partition(..) | Action::Heal(..) => {
+                self.record(Event::Fault { what: what.clone() });
+                let tag = if matches!(action, Action::Partition(..)) {
+                    "FAULT partition"
+                } else {
+                    "heal"
+                };
+                ("nemesis".into(), format!("{tag}: {what}"))
+            }
+            Action::NodeClockJump(_) | Action::ClientClockJump(_) => {
+                self.emulation(if matches!(action, Action::NodeClockJump(_)) {
+                    nemesis::NODE_CLOCK_EMULATION
+                } else {
+                    nemesis::CLIENT_CLOCK_EMULATION
+                });
+                self.record(Event::Fault { what: what.clone() });
+                (
+                    "nemesis".into(),
+                    format!("FAULT clock jump (emulated): {what}"),
+                )
+            }
+            Action::NodeDrift(_) => {
+                self.emulation(nemesis::NODE_DRIFT_EMULATION);
+                self.record(Event::Fault { what: what.clone() });
+                ("nemesis".into(), format!("clock drift (emulated): {what}"))
+            }
+            _ => return Err(inapplicable(step, action, "not a fault")),
+        };
+        self.line(actor, line, None);
         Ok(())
     }
 

@@ -37,11 +37,20 @@
 //! - node clock jump: libclockshift in the container steps the node's wall clock, which
 //!   drives `TIME` and key expiry. This is an emulation of a clock jump (an `LD_PRELOAD`
 //!   shift of the clock Redis reads), named as such in every report.
+//!
+//! Every fault's real side is one [`Strike`], and [`Nemesis::carry_out`] does each: a
+//! replay (and so a chaos run) turns the model's fault actions into strikes
+//! ([`Nemesis::strike_for`]), a soak draws them from its schedule. A client's own faults (a
+//! pause, a crash, its clock) go to its process through [`Processes`], which replay's
+//! engine and a soak's fleet each implement. The one fault not here is replay's lost
+//! reply: the engine itself holds Redis's reply as the model's reply leg, and withholds
+//! it (`LOST_REPLY_EMULATION` in the run module).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use locklab_cluster::{Cluster, ClusterError, Node as ClusterNode};
+use locklab_model::model::Action;
 
 use super::proxy::{LinkProxy, LinkState};
 
@@ -61,6 +70,93 @@ const CATCH_UP: Duration = Duration::from_secs(5);
 /// How long Sentinel may take to promote a replica (it takes about 2.3 s with the
 /// rig's timing; a split vote is retried after 6 s).
 const SENTINEL_PROMOTION: Duration = Duration::from_secs(60);
+
+/// A fault's real side: one thing done to a client process, a link or a container.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Strike {
+    /// Stop-the-world pause of a client process.
+    Pause(usize),
+    /// The paused client runs again.
+    Resume(usize),
+    /// The client process dies; its connections drop, its requests sent stay sent.
+    Crash(usize),
+    /// A client's clock jumps forward by `ms` (an emulation: the clock reading its lock
+    /// machine gets).
+    ClientClockJump { client: usize, ms: i64 },
+    /// The link from a client to a master slot is cut.
+    Cut { client: usize, slot: usize },
+    /// The cut link opens again.
+    Heal { client: usize, slot: usize },
+    /// The link loses the `nth` reply it carries from now on, and closes.
+    LoseReply {
+        client: usize,
+        slot: usize,
+        nth: u32,
+    },
+    /// The link takes the next request off its connection, which stays silent for
+    /// `silent` and then drops: the client gives up on a request that is still on the
+    /// wire (delivered later by the one who kept it, `LinkProxy::take_kept`).
+    KeepRequest {
+        client: usize,
+        slot: usize,
+        silent: Duration,
+    },
+    /// `docker pause` of a node: everything on it stops, its clock does not.
+    Freeze(usize),
+    /// The frozen node runs again.
+    Thaw(usize),
+    /// Master slot `slot` fails over to `replica`. `clients_first`: the clients' links
+    /// move to it before the old master is killed (a soak's failover right after an
+    /// acquire, [`Nemesis::failover_clients_first`]); else as replay scripts it, or
+    /// through Sentinel when the run has sentinels ([`Nemesis::failover`]).
+    Failover {
+        slot: usize,
+        replica: usize,
+        clients_first: bool,
+    },
+    /// Split brain on `slot`: `replica` is promoted while the old master stays up and
+    /// keeps every client; the nodes of `old_side` stay with it.
+    SplitBrain {
+        slot: usize,
+        replica: usize,
+        old_side: Vec<usize>,
+    },
+    /// During a split brain, a client learns the new master of `slot`.
+    Redirect { client: usize, slot: usize },
+    /// The split brain on `slot` ends: the old master loses its side and is killed.
+    EndSplit { slot: usize },
+    /// A node restarts empty. `in_place`: its Redis process, in milliseconds (a soak's
+    /// restart, as instant as the model's); else a new container (replay).
+    Restart { node: usize, in_place: bool },
+    /// A node's wall clock jumps forward by `ms` (an emulation, see the module docs). A
+    /// clock that drifts is a sequence of one-tick jumps.
+    NodeClockJump { node: usize, ms: i64 },
+}
+
+impl Strike {
+    /// Cut the link `(client, slot)`.
+    pub fn cut((client, slot): (usize, usize)) -> Strike {
+        Strike::Cut { client, slot }
+    }
+
+    /// Open the link `(client, slot)` again.
+    pub fn heal((client, slot): (usize, usize)) -> Strike {
+        Strike::Heal { client, slot }
+    }
+}
+
+/// The client processes a fault strikes: replay's engine clients, a soak's fleet.
+pub trait Processes: Send {
+    /// Stop-the-world pause of client `c`.
+    fn pause(&mut self, c: usize);
+    /// The paused client `c` runs again.
+    fn resume(&mut self, c: usize);
+    /// Client `c` dies; `urls` lead to its links (a replay's engine still delivers its
+    /// requests on the wire over them).
+    fn crash(&mut self, c: usize, urls: &[String]);
+    /// Client `c`'s clock jumps by `ms`; says what was done.
+    fn jump_clock(&mut self, c: usize, ms: i64) -> String;
+}
 
 /// The cluster of one run, its topology as the model sees it, and the link proxies.
 pub struct Nemesis {
@@ -352,21 +448,9 @@ impl Nemesis {
     }
 
     /// Split brain on slot `m`: replica `r` is promoted while the old master stays up
-    /// and every client's proxy still leads to it. The slot's replicas of `with_old`
-    /// (bit `j`: the slot's `j`-th replica node) are on the old master's side: they
-    /// keep following it; the others follow `r`.
-    pub async fn split_brain(
-        &mut self,
-        m: usize,
-        r: usize,
-        with_old: u8,
-    ) -> Result<String, ClusterError> {
-        let with_old = self.replicas_in(m, with_old);
-        self.split_brain_with(m, r, &with_old).await
-    }
-
-    /// [`Nemesis::split_brain`] with the nodes on the old master's side named (any of
-    /// the slot's replicas, a former master that rejoined as one too).
+    /// and every client's proxy still leads to it. The nodes of `with_old` (any of the
+    /// slot's replicas, a former master that rejoined as one too) are on the old
+    /// master's side: they keep following it; the others follow `r`.
     pub async fn split_brain_with(
         &mut self,
         m: usize,
@@ -392,6 +476,11 @@ impl Nemesis {
             old + 1,
             r + 1
         ))
+    }
+
+    /// Whether slot `m` has a split brain in effect.
+    pub fn split_on(&self, m: usize) -> bool {
+        self.split.as_ref().is_some_and(|(slot, ..)| *slot == m)
     }
 
     /// During a split brain on slot `m`, client `c` learns the new master: its proxy now
@@ -523,6 +612,153 @@ impl Nemesis {
             "node{} wall clock +{ms} ms (libclockshift offset {offset} ms)",
             n + 1
         ))
+    }
+
+    /// The strike of model fault action `action` in a replay, where a tick is `tick_ms`
+    /// and a clock jump `clock_jump` ticks. `None` for an action no fault makes (a
+    /// client's own step, a replica catching up) and for a lost reply, which the engine
+    /// withholds itself.
+    pub fn strike_for(&self, action: Action, tick_ms: i64, clock_jump: i64) -> Option<Strike> {
+        let u = usize::from;
+        Some(match action {
+            Action::Pause(c) => Strike::Pause(u(c)),
+            Action::Resume(c) => Strike::Resume(u(c)),
+            Action::Crash(c) => Strike::Crash(u(c)),
+            Action::ClientClockJump(c) => Strike::ClientClockJump {
+                client: u(c),
+                ms: clock_jump * tick_ms,
+            },
+            Action::Partition(c, m) => Strike::Cut {
+                client: u(c),
+                slot: u(m),
+            },
+            Action::Heal(c, m) => Strike::Heal {
+                client: u(c),
+                slot: u(m),
+            },
+            Action::Failover(m, r) => Strike::Failover {
+                slot: u(m),
+                replica: u(r),
+                clients_first: false,
+            },
+            Action::SplitBrain(m, r, with_old) => Strike::SplitBrain {
+                slot: u(m),
+                replica: u(r),
+                old_side: self.replicas_in(u(m), with_old),
+            },
+            Action::Redirect(c, m) => Strike::Redirect {
+                client: u(c),
+                slot: u(m),
+            },
+            Action::Restart(n) => Strike::Restart {
+                node: u(n),
+                in_place: false,
+            },
+            Action::NodeClockJump(n) => Strike::NodeClockJump {
+                node: u(n),
+                ms: clock_jump * tick_ms,
+            },
+            Action::NodeDrift(n) => Strike::NodeClockJump {
+                node: u(n),
+                ms: tick_ms,
+            },
+            _ => return None,
+        })
+    }
+
+    /// Does `strike` and says what was done. The one place a fault really happens:
+    /// replay, chaos and soak all come here.
+    pub async fn carry_out(
+        &mut self,
+        strike: &Strike,
+        processes: &mut dyn Processes,
+    ) -> Result<String, ClusterError> {
+        Ok(match *strike {
+            Strike::Pause(c) => {
+                processes.pause(c);
+                format!("client{} stop-the-world pause", c + 1)
+            }
+            Strike::Resume(c) => {
+                processes.resume(c);
+                format!("client{} resumes", c + 1)
+            }
+            Strike::Crash(c) => {
+                let urls: Vec<String> = (0..self.masters).map(|m| self.link(c, m).url()).collect();
+                processes.crash(c, &urls);
+                format!("client{} crashed", c + 1)
+            }
+            Strike::ClientClockJump { client, ms } => processes.jump_clock(client, ms),
+            Strike::Cut { client, slot } => self.partition(client, slot, true),
+            Strike::Heal { client, slot } => self.partition(client, slot, false),
+            Strike::LoseReply { client, slot, nth } => {
+                let link = self.link(client, slot);
+                link.lose_reply(nth);
+                format!(
+                    "proxy 127.0.0.1:{} (client{} -> master{}) loses reply {nth} from now",
+                    link.addr().port(),
+                    client + 1,
+                    slot + 1
+                )
+            }
+            Strike::KeepRequest {
+                client,
+                slot,
+                silent,
+            } => {
+                let link = self.link(client, slot);
+                link.keep_next_request(silent);
+                format!(
+                    "proxy 127.0.0.1:{} (client{} -> master{}) keeps the next request",
+                    link.addr().port(),
+                    client + 1,
+                    slot + 1
+                )
+            }
+            Strike::Freeze(n) => {
+                self.node(n).pause().await?;
+                format!("docker pause node{}", n + 1)
+            }
+            Strike::Thaw(n) => {
+                self.node(n).unpause().await?;
+                format!("docker unpause node{}", n + 1)
+            }
+            Strike::Failover {
+                slot,
+                replica,
+                clients_first,
+            } => {
+                if clients_first {
+                    self.failover_clients_first(slot, replica).await?
+                } else {
+                    self.failover(slot, replica).await?
+                }
+            }
+            Strike::SplitBrain {
+                slot,
+                replica,
+                ref old_side,
+            } => self.split_brain_with(slot, replica, old_side).await?,
+            Strike::Redirect { client, slot } => self.redirect(client, slot).ok_or_else(|| {
+                ClusterError::Unsupported(format!("no split brain on master{}", slot + 1))
+            })?,
+            Strike::EndSplit { slot } => match self.end_split(slot).await? {
+                Some((_, what)) => what,
+                None => {
+                    return Err(ClusterError::Unsupported(format!(
+                        "the split brain on master{} was gone before its end",
+                        slot + 1
+                    )))
+                }
+            },
+            Strike::Restart { node, in_place } => {
+                if in_place {
+                    self.restart_in_place(node).await?
+                } else {
+                    self.restart(node).await?
+                }
+            }
+            Strike::NodeClockJump { node, ms } => self.clock_jump(node, ms).await?,
+        })
     }
 
     /// Remove every container and the network, reporting errors.

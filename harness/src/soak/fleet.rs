@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::adapter::AdapterClients;
 use super::client::DriverClients;
+use crate::run::nemesis::Processes;
 
 /// The soak's clients.
 pub enum Clients {
@@ -108,5 +109,31 @@ pub(super) async fn finish(tasks: Vec<JoinHandle<()>>, grace: Duration) {
             t.abort();
             let _ = t.await;
         }
+    }
+}
+
+/// A soak's clients, as the nemesis strikes their processes.
+impl Processes for &Clients {
+    fn pause(&mut self, c: usize) {
+        Clients::pause(self, c);
+    }
+
+    fn resume(&mut self, c: usize) {
+        Clients::resume(self, c);
+    }
+
+    fn crash(&mut self, c: usize, _urls: &[String]) {
+        // Its driver connects anew when the fleet restarts it.
+        Clients::crash(self, c);
+    }
+
+    fn jump_clock(&mut self, c: usize, ms: i64) -> String {
+        let shift = self.clock(c);
+        shift.jump(ms);
+        format!(
+            "client{} clock +{ms} ms (its lock's ClockShift, now {} ms: an emulation)",
+            c + 1,
+            shift.ms()
+        )
     }
 }

@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use locklab::resource::Stock;
 use locklab::DesignId;
+use locklab_model::fault::FaultKind;
 use locklab_model::scenario::{Property, Scenario};
 use serde::Serialize;
 
@@ -508,86 +509,58 @@ impl SoakOutcome {
     }
 }
 
-/// One fault kind of a scenario's `[faults]`, or the slow clients beside them: what a
-/// soak restricted to one kind injects (`locklab soak --fault KIND`).
+/// What a soak restricted to one kind injects (`locklab soak --fault KIND`): one fault
+/// kind of a scenario's `[faults]`, or the slow clients beside them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FaultKind {
-    Pauses,
-    Crashes,
-    LostReplies,
-    Partitions,
-    Failovers,
-    SplitBrains,
-    Restarts,
-    ClockJumps,
+pub enum SoakFault {
+    Budget(FaultKind),
     /// No declared fault: the slow clients alone (the model's step delays).
     SlowSteps,
 }
 
-impl FaultKind {
-    /// Every kind, as `--fault` names them.
-    pub const ALL: [FaultKind; 9] = [
-        FaultKind::Pauses,
-        FaultKind::Crashes,
-        FaultKind::LostReplies,
-        FaultKind::Partitions,
-        FaultKind::Failovers,
-        FaultKind::SplitBrains,
-        FaultKind::Restarts,
-        FaultKind::ClockJumps,
-        FaultKind::SlowSteps,
-    ];
-
+impl SoakFault {
     /// The `[faults]` key (`slow_steps` for the slow clients).
     pub fn as_str(self) -> &'static str {
         match self {
-            FaultKind::Pauses => "pauses",
-            FaultKind::Crashes => "crashes",
-            FaultKind::LostReplies => "lost_replies",
-            FaultKind::Partitions => "partitions",
-            FaultKind::Failovers => "failovers",
-            FaultKind::SplitBrains => "split_brains",
-            FaultKind::Restarts => "restarts",
-            FaultKind::ClockJumps => "clock_jumps",
-            FaultKind::SlowSteps => "slow_steps",
+            SoakFault::Budget(kind) => kind.key(),
+            SoakFault::SlowSteps => "slow_steps",
         }
+    }
+
+    /// Every kind, as `--fault` names them.
+    pub fn all() -> impl Iterator<Item = SoakFault> {
+        FaultKind::ALL
+            .into_iter()
+            .map(SoakFault::Budget)
+            .chain([SoakFault::SlowSteps])
     }
 }
 
-impl std::str::FromStr for FaultKind {
+impl std::str::FromStr for SoakFault {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        FaultKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| {
-                let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
-                format!("`{s}` is not a fault kind; use one of {}", names.join(", "))
-            })
+        SoakFault::all().find(|k| k.as_str() == s).ok_or_else(|| {
+            let names: Vec<&str> = SoakFault::all().map(SoakFault::as_str).collect();
+            format!("`{s}` is not a fault kind; use one of {}", names.join(", "))
+        })
     }
 }
 
 /// `scenario` with one fault kind only: that `[faults]` budget (the file's, or 1 when
-/// the file has none) and every other budget 0; for [`FaultKind::SlowSteps`] every
+/// the file has none) and every other budget 0; for [`SoakFault::SlowSteps`] every
 /// budget 0 (the soak then runs its slow clients alone, the model its step delays). The
 /// model checks this scenario, and the soak injects its faults, so that the two judge
 /// the same thing. Refused when the file's topology cannot have the fault.
-pub fn one_fault(scenario: &Scenario, kind: FaultKind) -> Result<Scenario, String> {
-    let file = &scenario.faults;
-    let at_least_one = |n: u32| n.max(1);
+pub fn one_fault(scenario: &Scenario, kind: SoakFault) -> Result<Scenario, String> {
     let mut faults = locklab_model::scenario::Faults::default();
-    match kind {
-        FaultKind::Pauses => faults.pauses = at_least_one(file.pauses),
-        FaultKind::Crashes => faults.crashes = at_least_one(file.crashes),
-        FaultKind::LostReplies => faults.lost_replies = at_least_one(file.lost_replies),
-        FaultKind::Partitions => faults.partitions = at_least_one(file.partitions),
-        FaultKind::Failovers => faults.failovers = at_least_one(file.failovers),
-        FaultKind::SplitBrains => faults.split_brains = 1,
-        FaultKind::Restarts => faults.restarts = at_least_one(file.restarts),
-        FaultKind::ClockJumps => faults.clock_jumps = at_least_one(file.clock_jumps),
-        FaultKind::SlowSteps => {}
+    if let SoakFault::Budget(k) = kind {
+        // A split brain lasts to the horizon: one is all a scenario may have.
+        faults[k] = match k {
+            FaultKind::SplitBrain => 1,
+            _ => scenario.faults[k].max(1),
+        };
     }
-    let needs_replica = matches!(kind, FaultKind::Failovers | FaultKind::SplitBrains);
+    let needs_replica = matches!(kind, SoakFault::Budget(k) if k.needs_replica());
     if needs_replica && scenario.topology.replicas == 0 {
         return Err(format!(
             "{}: --fault {} needs a replica to promote, and the scenario has `[topology] replicas = 0`",
@@ -648,7 +621,7 @@ pub async fn soak(
     let replicas = scenario.topology.replicas as usize;
     if options.client.is_some()
         && scenario.design == DesignId::GetsetTimestamp
-        && scenario.faults.clock_jumps > 0
+        && scenario.faults[FaultKind::ClockJump] > 0
     {
         return Err(RunError::Client(format!(
             "{}: its clock jumps strike a client's clock, and a library's clock is its own process's: a soak through an adapter cannot shift it",
@@ -661,7 +634,7 @@ pub async fn soak(
         replicas,
         0,
         n_clients,
-        scenario.faults.clock_jumps > 0 || scenario.timing.node_drift > 0,
+        scenario.faults[FaultKind::ClockJump] > 0 || scenario.timing.node_drift > 0,
     )
     .await?;
     let mut plan = nemesis::Plan::of(scenario, options);
@@ -863,22 +836,28 @@ mod tests {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../scenarios/lua-release-failover.toml");
         let mut sc = Scenario::load(&path).unwrap();
-        sc.faults.pauses = 3;
-        sc.faults.restarts = 1;
-        let one = one_fault(&sc, FaultKind::Pauses).unwrap();
-        assert_eq!(one.faults.pauses, 3, "the file's budget is kept");
+        sc.faults[FaultKind::Pause] = 3;
+        sc.faults[FaultKind::Restart] = 1;
+        let one = one_fault(&sc, SoakFault::Budget(FaultKind::Pause)).unwrap();
+        assert_eq!(one.faults[FaultKind::Pause], 3, "the file's budget is kept");
         assert_eq!(one.faults.total(), 3, "{:?}", one.faults);
-        let one = one_fault(&sc, FaultKind::ClockJumps).unwrap();
-        assert_eq!((one.faults.clock_jumps, one.faults.total()), (1, 1));
+        let one = one_fault(&sc, SoakFault::Budget(FaultKind::ClockJump)).unwrap();
         assert_eq!(
-            one_fault(&sc, FaultKind::SlowSteps).unwrap().faults.total(),
+            (one.faults[FaultKind::ClockJump], one.faults.total()),
+            (1, 1)
+        );
+        assert_eq!(
+            one_fault(&sc, SoakFault::SlowSteps).unwrap().faults.total(),
             0
         );
         sc.topology.replicas = 0;
-        let e = one_fault(&sc, FaultKind::Failovers).unwrap_err();
+        let e = one_fault(&sc, SoakFault::Budget(FaultKind::Failover)).unwrap_err();
         assert!(e.contains("replicas = 0"), "{e}");
-        assert_eq!("lost_replies".parse(), Ok(FaultKind::LostReplies));
-        assert!("pause".parse::<FaultKind>().unwrap_err().contains("pauses"));
+        assert_eq!(
+            "lost_replies".parse(),
+            Ok(SoakFault::Budget(FaultKind::LostReply))
+        );
+        assert!("pause".parse::<SoakFault>().unwrap_err().contains("pauses"));
     }
 
     #[test]

@@ -138,6 +138,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use locklab::DesignId;
+use locklab_model::fault::FaultKind;
 use locklab_model::scenario::{Promotion, Scenario};
 use rand::seq::{IndexedRandom, SliceRandom};
 use rand::{Rng, SeedableRng};
@@ -147,7 +148,7 @@ use tokio::sync::Mutex;
 use super::fleet::Clients;
 use super::{FaultRecord, Recorder, SoakOptions};
 use crate::run::history::Event;
-use crate::run::nemesis::Nemesis;
+use crate::run::nemesis::{Nemesis, Strike};
 use crate::run::RunError;
 
 /// A kind of fault the soak injects.
@@ -201,25 +202,25 @@ impl Kind {
 pub fn kinds(scenario: &Scenario, slow_steps: bool) -> Vec<Kind> {
     let f = &scenario.faults;
     let mut kinds = Vec::new();
-    if f.pauses > 0 {
+    if f[FaultKind::Pause] > 0 {
         kinds.push(Kind::Pause);
     }
-    if f.crashes > 0 {
+    if f[FaultKind::Crash] > 0 {
         kinds.push(Kind::Crash);
     }
-    if f.lost_replies > 0 {
+    if f[FaultKind::LostReply] > 0 {
         kinds.push(Kind::LostReply);
     }
-    if f.failovers > 0 && scenario.topology.replicas > 0 {
+    if f[FaultKind::Failover] > 0 && scenario.topology.replicas > 0 {
         kinds.push(Kind::Failover);
     }
-    if f.split_brains > 0 && scenario.topology.replicas > 0 {
+    if f[FaultKind::SplitBrain] > 0 && scenario.topology.replicas > 0 {
         kinds.push(Kind::SplitBrain);
     }
-    if f.restarts > 0 {
+    if f[FaultKind::Restart] > 0 {
         kinds.push(Kind::Restart);
     }
-    if f.partitions > 0 {
+    if f[FaultKind::Partition] > 0 {
         kinds.push(Kind::Partition);
         kinds.push(Kind::ContainerPause);
         kinds.push(Kind::LateRequest);
@@ -227,7 +228,7 @@ pub fn kinds(scenario: &Scenario, slow_steps: bool) -> Vec<Kind> {
             kinds.push(Kind::RenewalRace);
         }
     }
-    if f.clock_jumps > 0 {
+    if f[FaultKind::ClockJump] > 0 {
         kinds.push(Kind::ClockJump);
     }
     // Step delays are part of every scenario's timing, not a declared fault.
@@ -472,10 +473,9 @@ enum Landing {
 /// (waited for up to `limit`), the request kept is delivered over a fresh connection:
 /// it runs after its client gave up, and nobody reads the reply. What was done, and
 /// whether it landed as aimed.
-#[allow(clippy::too_many_arguments)]
 async fn keep_and_deliver(
     plan: &Plan,
-    cluster: &Mutex<Nemesis>,
+    (cluster, clients): (&Mutex<Nemesis>, &Clients),
     rec: &Recorder,
     (c, m): (usize, usize),
     silent: Duration,
@@ -483,11 +483,15 @@ async fn keep_and_deliver(
     limit: Duration,
     stop: &AtomicBool,
 ) -> (String, bool) {
-    let port = {
-        let nem = cluster.lock().await;
-        nem.link(c, m).keep_next_request(silent);
-        nem.link(c, m).addr().port()
+    let keep = Strike::KeepRequest {
+        client: c,
+        slot: m,
+        silent,
     };
+    if let Err(e) = strike(cluster, clients, keep).await {
+        return (format!("the link could not keep a request: {e}"), false);
+    }
+    let port = cluster.lock().await.link(c, m).addr().port();
     let link = format!(
         "proxy 127.0.0.1:{port} (client{} -> master{})",
         c + 1,
@@ -727,17 +731,18 @@ pub async fn run(
                 let start = rec.ms();
                 let what = match kind {
                     Kind::Pause => {
-                        clients.pause(c);
+                        let what = strike(&cluster, &clients, Strike::Pause(c)).await?;
                         rec.push(Event::Pause { client: c });
                         sleep_or_stop(length, &stop).await;
-                        clients.resume(c);
+                        strike(&cluster, &clients, Strike::Resume(c)).await?;
                         rec.push(Event::Resume { client: c });
-                        format!("client{} stop-the-world pause", c + 1)
+                        what
                     }
                     Kind::Crash => {
                         // At once: an acquire lasts about a round trip per command.
-                        clients.crash(c);
+                        strike(&cluster, &clients, Strike::Crash(c)).await?;
                         sleep_or_stop(length, &stop).await;
+                        // Not a fault: the fleet keeps its clients running.
                         clients.restart(c);
                         format!(
                             "client{} crashed{}, back as a new process",
@@ -750,9 +755,10 @@ pub async fn run(
                         )
                     }
                     _ => {
-                        let cut = cluster.lock().await.partition(c, slot, true);
+                        let link = (c, slot);
+                        let cut = strike(&cluster, &clients, Strike::cut(link)).await?;
                         sleep_or_stop(length, &stop).await;
-                        cluster.lock().await.partition(c, slot, false);
+                        strike(&cluster, &clients, Strike::heal(link)).await?;
                         cut
                     }
                 };
@@ -762,9 +768,9 @@ pub async fn run(
                 let target = holder(&rec, &mut rng, limit, &stop).await;
                 let n = cluster.lock().await.serving(slot);
                 let start = rec.ms();
-                cluster.lock().await.node(n).pause().await?;
+                strike(&cluster, &clients, Strike::Freeze(n)).await?;
                 let stopped = sleep_or_stop(length, &stop).await;
-                cluster.lock().await.node(n).unpause().await?;
+                strike(&cluster, &clients, Strike::Thaw(n)).await?;
                 record(
                     &rec,
                     kind,
@@ -785,11 +791,13 @@ pub async fn run(
                 let c = target.unwrap_or(random_client);
                 let k = rng.random_range(1..=2u32);
                 let start = rec.ms();
-                let port = {
-                    let nem = cluster.lock().await;
-                    nem.link(c, slot).lose_reply(k);
-                    nem.link(c, slot).addr().port()
+                let lose = Strike::LoseReply {
+                    client: c,
+                    slot,
+                    nth: k,
                 };
+                strike(&cluster, &clients, lose).await?;
+                let port = cluster.lock().await.link(c, slot).addr().port();
                 let end = tokio::time::Instant::now() + limit;
                 let lost = loop {
                     let lost = cluster.lock().await.link(c, slot).lost_reply();
@@ -810,7 +818,7 @@ pub async fn run(
                     ),
                     None => {
                         // Nothing came back in time: the link must not lose a later reply.
-                        cluster.lock().await.partition(c, slot, false);
+                        strike(&cluster, &clients, Strike::heal((c, slot))).await?;
                         format!(
                             "proxy 127.0.0.1:{port} (client{} -> master{}) saw no {nth} to lose",
                             c + 1,
@@ -827,14 +835,11 @@ pub async fn run(
                 let others: Vec<usize> = (0..n_clients).filter(|c| Some(*c) != target).collect();
                 let c = others.choose(&mut rng).copied().unwrap_or(random_client);
                 let start = rec.ms();
-                let shift = clients.clock(c);
-                shift.jump(plan.clock_jump_ms);
-                let what = format!(
-                    "client{} clock +{} ms (its lock's ClockShift, now {} ms: an emulation)",
-                    c + 1,
-                    plan.clock_jump_ms,
-                    shift.ms()
-                );
+                let jump = Strike::ClientClockJump {
+                    client: c,
+                    ms: plan.clock_jump_ms,
+                };
+                let what = strike(&cluster, &clients, jump).await?;
                 record(&rec, kind, Some(c), start, what, target.is_some());
             }
             Kind::ClockJump | Kind::Restart => {
@@ -856,11 +861,18 @@ pub async fn run(
                 let mut nem = cluster.lock().await;
                 let n = nem.serving(slot);
                 let start = rec.ms();
-                let what = if kind == Kind::ClockJump {
-                    nem.clock_jump(n, plan.clock_jump_ms).await?
+                let fault = if kind == Kind::ClockJump {
+                    Strike::NodeClockJump {
+                        node: n,
+                        ms: plan.clock_jump_ms,
+                    }
                 } else {
-                    nem.restart_in_place(n).await?
+                    Strike::Restart {
+                        node: n,
+                        in_place: true,
+                    }
                 };
+                let what = nem.carry_out(&fault, &mut clients.as_ref()).await?;
                 drop(nem);
                 record(&rec, kind, None, start, what, target.is_some());
             }
@@ -895,7 +907,7 @@ pub async fn run(
                 let start = rec.ms();
                 let (what, landed) = keep_and_deliver(
                     &plan,
-                    &cluster,
+                    (&cluster, &clients),
                     &rec,
                     (c, slot),
                     silent,
@@ -941,7 +953,12 @@ pub async fn run(
                 let old = if kind == Kind::Failover {
                     let mut nem = cluster.lock().await;
                     let old = nem.serving(m);
-                    let what = nem.failover_clients_first(m, r).await?;
+                    let failover = Strike::Failover {
+                        slot: m,
+                        replica: r,
+                        clients_first: true,
+                    };
+                    let what = nem.carry_out(&failover, &mut clients.as_ref()).await?;
                     drop(nem);
                     record(&rec, kind, None, start, what, target.is_some());
                     old
@@ -949,7 +966,13 @@ pub async fn run(
                     // The holder stays with the old master; every other client learns
                     // the new one, which lacks the holder's acquire.
                     let mut nem = cluster.lock().await;
-                    let mut what = nem.split_brain_with(m, r, &old_side).await?;
+                    let old = nem.serving(m);
+                    let split = Strike::SplitBrain {
+                        slot: m,
+                        replica: r,
+                        old_side: old_side.clone(),
+                    };
+                    let mut what = nem.carry_out(&split, &mut clients.as_ref()).await?;
                     // The replicas on the promoted node's side replicate from it as
                     // they go, as many as acquires wait for.
                     let mut synced = spare[m]
@@ -966,19 +989,15 @@ pub async fn run(
                         }
                     }
                     for c in (0..n_clients).filter(|c| Some(*c) != target) {
-                        if let Some(moved) = nem.redirect(c, m) {
-                            what.push_str(&format!("; client{} {moved}", c + 1));
-                        }
+                        let redirect = Strike::Redirect { client: c, slot: m };
+                        let moved = nem.carry_out(&redirect, &mut clients.as_ref()).await?;
+                        what.push_str(&format!("; client{} {moved}", c + 1));
                     }
                     drop(nem);
                     sleep_or_stop(length, &stop).await;
                     let mut nem = cluster.lock().await;
-                    let Some((old, ended)) = nem.end_split(m).await? else {
-                        return Err(RunError::Client(format!(
-                            "the split brain on master{} was gone before its end",
-                            m + 1
-                        )));
-                    };
+                    let end = Strike::EndSplit { slot: m };
+                    let ended = nem.carry_out(&end, &mut clients.as_ref()).await?;
                     drop(nem);
                     record(
                         &rec,
@@ -1118,6 +1137,20 @@ pub async fn slow_steps(
 }
 
 /// A step of the nemesis' own upkeep (replication, recovery), in the history.
+/// Does `fault` ([`Nemesis::carry_out`]) and says what was done.
+async fn strike(
+    cluster: &Mutex<Nemesis>,
+    clients: &Clients,
+    fault: Strike,
+) -> Result<String, RunError> {
+    let mut processes = clients;
+    Ok(cluster
+        .lock()
+        .await
+        .carry_out(&fault, &mut processes)
+        .await?)
+}
+
 fn note(rec: &Recorder, step: &str, what: &str) {
     rec.push(Event::Fault {
         what: format!("{step}: {what}"),
@@ -1287,7 +1320,8 @@ pub async fn drift(
             let mut nem = cluster.lock().await;
             let n = nem.serving(m);
             let what = if nem.alive(n) {
-                Some(nem.clock_jump(n, step).await?)
+                let jump = Strike::NodeClockJump { node: n, ms: step };
+                Some(nem.carry_out(&jump, &mut clients.as_ref()).await?)
             } else {
                 None
             };
@@ -1487,12 +1521,12 @@ mod tests {
         );
         let mut watchdog = scenario("watchdog-long-work");
         assert!(!kinds(&watchdog, false).contains(&Kind::LateRequest));
-        watchdog.faults.partitions = 1;
+        watchdog.faults[FaultKind::Partition] = 1;
         let shapes = kinds(&watchdog, false);
         assert!(shapes.contains(&Kind::LateRequest) && shapes.contains(&Kind::RenewalRace));
         // An explicit lease renews nothing: no renewal to race.
         let mut lease = scenario("reentrant-explicit-lease");
-        lease.faults.partitions = 1;
+        lease.faults[FaultKind::Partition] = 1;
         assert!(!kinds(&lease, false).contains(&Kind::RenewalRace));
         assert_eq!(Kind::LateRequest.as_str(), "late-request");
         assert_eq!(Kind::RenewalRace.as_str(), "renewal-race");

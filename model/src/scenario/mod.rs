@@ -324,46 +324,10 @@ impl From<Timing> for TimingJson {
     }
 }
 
-/// `[faults]`: how many of each fault the checker may inject.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
-pub struct Faults {
-    /// `pauses`: stop-the-world pauses of a client.
-    pub pauses: u32,
-    /// `crashes`: client crashes.
-    pub crashes: u32,
-    /// `failovers`: a master dies and a (possibly stale) replica is promoted.
-    pub failovers: u32,
-    /// `restarts`: a node comes back empty.
-    pub restarts: u32,
-    /// `partitions`: a client-to-node link is cut (and later healed).
-    pub partitions: u32,
-    /// `clock_jumps`: a node's or client's clock jumps by `timing.clock_jump`.
-    pub clock_jumps: u32,
-    /// `lost_replies`: the reply to a command that ran never reaches its client, whose
-    /// timeout fires.
-    pub lost_replies: u32,
-    /// `split_brains` (0 or 1): a replica is promoted while the old master keeps
-    /// serving the clients on its side of a partition. Left out of JSON when 0.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub split_brains: u32,
-}
+pub use crate::fault::Faults;
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
-}
-
-impl Faults {
-    /// The whole budget: the sum of all counts.
-    pub fn total(&self) -> u32 {
-        self.pauses
-            + self.crashes
-            + self.failovers
-            + self.restarts
-            + self.partitions
-            + self.clock_jumps
-            + self.lost_replies
-            + self.split_brains
-    }
 }
 
 /// The verdict a scenario expects for one property.

@@ -7,6 +7,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use locklab::DesignId;
+
+use crate::fault::FaultKind;
 use toml::de::DeTable;
 
 use super::error::{column_at, line_at};
@@ -44,16 +46,6 @@ const TIMING_KEYS: &[&str] = &[
     "clock_jump",
     "node_drift",
     "drift_allowance",
-];
-const FAULTS_KEYS: [&str; 8] = [
-    "pauses",
-    "crashes",
-    "failovers",
-    "restarts",
-    "partitions",
-    "clock_jumps",
-    "lost_replies",
-    "split_brains",
 ];
 /// The keys of `[expect]`: a verdict per property, then what their violation needs.
 pub(super) const EXPECT_KEYS: &[&str] = &[
@@ -125,7 +117,7 @@ impl Parser<'_> {
         let topology = self.section(&root, "topology", TOPOLOGY_KEYS)?;
         let clients = self.section(&root, "clients", CLIENTS_KEYS)?;
         let timing = self.section(&root, "timing", TIMING_KEYS)?;
-        let faults = self.section(&root, "faults", &FAULTS_KEYS)?;
+        let faults = self.section(&root, "faults", &FaultKind::KEYS)?;
         let expect = self.section(&root, "expect", EXPECT_KEYS)?;
         let lock = self.section(&root, "lock", LOCK_KEYS)?;
         for section in [&topology, &clients, &timing, &faults, &expect] {
@@ -395,19 +387,19 @@ impl Parser<'_> {
     /// `[faults]`.
     fn faults(&self, faults: &Section<'_, '_>, topology: &Topology) -> Result<Faults> {
         let replicas = topology.replicas;
-        let budgets = FAULTS_KEYS
+        let budgets = FaultKind::KEYS
             .iter()
             .map(|key| self.u32_or(faults, key, 0))
             .collect::<Result<Vec<_>>>()?;
-        for (key, budget) in FAULTS_KEYS.iter().zip(&budgets) {
+        for (key, budget) in FaultKind::KEYS.iter().zip(&budgets) {
             self.budget_in_range(faults, key, budget)?;
         }
-        let Ok(
-            [pauses, crashes, failovers, restarts, partitions, clock_jumps, lost_replies, split_brains],
-        ) = <[Field<u32>; 8]>::try_from(budgets)
-        else {
-            unreachable!("one budget per key of FAULTS_KEYS");
-        };
+        let budget = |kind: FaultKind| &budgets[kind.index()];
+        let (split_brains, restarts, failovers) = (
+            budget(FaultKind::SplitBrain),
+            budget(FaultKind::Restart),
+            budget(FaultKind::Failover),
+        );
         if split_brains.value > 1 {
             return Err(self.err(
                 split_brains.line,
@@ -431,7 +423,7 @@ impl Parser<'_> {
         // With Sentinel watching, the harness scripts neither a second master nor a node
         // that goes down and comes back: Sentinel would act on either (a restart that
         // outlasts down-after-milliseconds is a failover) where the model does not.
-        for (key, budget) in [("split_brains", &split_brains), ("restarts", &restarts)] {
+        for (key, budget) in [("split_brains", split_brains), ("restarts", restarts)] {
             if budget.value > 0 && topology.sentinels > 0 {
                 return Err(self.err(
                     budget.line,
@@ -457,16 +449,7 @@ impl Parser<'_> {
                 ),
             ));
         }
-        Ok(Faults {
-            pauses: pauses.value,
-            crashes: crashes.value,
-            failovers: failovers.value,
-            restarts: restarts.value,
-            partitions: partitions.value,
-            clock_jumps: clock_jumps.value,
-            lost_replies: lost_replies.value,
-            split_brains: split_brains.value,
-        })
+        Ok(Faults::from_fn(|kind| budget(kind).value))
     }
 
     /// `[expect]`.

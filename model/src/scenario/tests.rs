@@ -132,13 +132,9 @@ fn design_md_example_parses() {
             drift_allowance: 0,
         }
     );
-    assert_eq!(
-        s.faults,
-        Faults {
-            pauses: 1,
-            ..Faults::default()
-        }
-    );
+    let mut pause = Faults::default();
+    pause[crate::fault::FaultKind::Pause] = 1;
+    assert_eq!(s.faults, pause);
     assert_eq!(s.faults.total(), 1);
     use Expectation::*;
     assert_eq!(
@@ -201,7 +197,7 @@ fn optional_keys_and_defaults() {
         }
     );
     assert_eq!(s.topology.nodes(), 3);
-    assert_eq!(s.faults.failovers, 1);
+    assert_eq!(s.faults[crate::fault::FaultKind::Failover], 1);
 
     // Tables of defaults may be left out entirely.
     let text = edit(&[
@@ -240,7 +236,7 @@ fn split_brains_need_a_replica_and_are_at_most_one() {
         ])
     };
     let s = Scenario::parse(&with("1", "split_brains = 1"), FILE).unwrap();
-    assert_eq!(s.faults.split_brains, 1);
+    assert_eq!(s.faults[crate::fault::FaultKind::SplitBrain], 1);
     assert_eq!(s.faults.total(), 2);
     let msg = fail(
         &with("1", "split_brains = 2"),
