@@ -334,19 +334,18 @@ fn walk(
 /// client's leftover key, say) takes nothing from the holder. A hold with no contender
 /// left (every other client done) can break nothing.
 fn aimed(state: &State, fault: &Action) -> bool {
-    let contender =
-        |holder: usize| {
-            state.clients.iter().enumerate().any(|(j, other)| {
-                j != holder && matches!(other.phase, Phase::Idle | Phase::Acquiring)
-            })
-        };
+    let contender = |holder: usize| {
+        state.clients.iter().enumerate().any(|(j, other)| {
+            j != holder && matches!(other.core.phase, Phase::Idle | Phase::Acquiring)
+        })
+    };
     // A crash or a lost reply also breaks a lock mid-acquire (between SETNX and EXPIRE,
     // or on the reply of the SET that took it); the other faults strike a holder.
     let mid_acquire = matches!(fault, Action::Crash(_) | Action::LoseReply(..));
     if let Some(c) = fault.client() {
         let c = usize::from(c);
         return state.clients.get(c).is_some_and(|client| {
-            client.holding() || (mid_acquire && client.phase == Phase::Acquiring)
+            client.holding() || (mid_acquire && client.core.phase == Phase::Acquiring)
         }) && contender(c);
     }
     let node = |n: u8| state.nodes.get(usize::from(n));
@@ -388,7 +387,7 @@ fn contenders_left(state: &State) -> bool {
     state
         .clients
         .iter()
-        .any(|c| matches!(c.phase, Phase::Idle | Phase::Acquiring))
+        .any(|c| matches!(c.core.phase, Phase::Idle | Phase::Acquiring))
 }
 
 /// The faults of a walk still to come.
@@ -531,7 +530,7 @@ impl Backoff {
             let Some(client) = state.clients.get(usize::from(c)) else {
                 continue;
             };
-            if u32::from(client.attempts) >= self.attempts {
+            if u32::from(client.core.attempts) >= self.attempts {
                 continue; // a first attempt, not a retry
             }
             if self.unanswered[usize::from(c)] {
@@ -539,10 +538,10 @@ impl Backoff {
             }
             let slot = &mut self.until[usize::from(c)];
             let until = match *slot {
-                Some((left, until)) if left == client.attempts => until,
+                Some((left, until)) if left == client.core.attempts => until,
                 _ => {
                     let until = tick + rng.random_range(0..=self.longest);
-                    *slot = Some((client.attempts, until));
+                    *slot = Some((client.core.attempts, until));
                     until
                 }
             };
@@ -955,9 +954,9 @@ mod tests {
             let mut tick = 0;
             for action in &s.actions {
                 for (c, client) in state.clients.iter().enumerate() {
-                    let retry = client.phase == Phase::Idle
-                        && client.attempts > 0
-                        && u32::from(client.attempts) < m.scenario.clients.attempts;
+                    let retry = client.core.phase == Phase::Idle
+                        && client.core.attempts > 0
+                        && u32::from(client.core.attempts) < m.scenario.clients.attempts;
                     if !retry {
                         continue;
                     }

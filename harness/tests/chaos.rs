@@ -234,7 +234,7 @@ fn after_a_split_brain_a_request_left_on_the_old_masters_connection_times_out_as
             return false;
         };
         let client = &s.clients[usize::from(c)];
-        let flight = client.flights[usize::from(m)].as_ref();
+        let flight = client.core.flights[usize::from(m)].as_ref();
         s.split.as_ref().is_some_and(|split| {
             split.moved & (1 << c) != 0
                 && flight.is_some_and(|f| f.node == split.old && f.held.is_none())

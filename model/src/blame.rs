@@ -77,11 +77,15 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
         let (c, flight) = match actions[i] {
             Action::Deliver(c, m) => (
                 c,
-                s.clients[usize::from(c)].flights[usize::from(m)].as_ref()?,
+                s.clients[usize::from(c)].core.flights[usize::from(m)].as_ref()?,
             ),
             Action::DeliverLate(c, k) => (
                 c,
-                &s.clients[usize::from(c)].strays.get(usize::from(k))?.flight,
+                &s.clients[usize::from(c)]
+                    .core
+                    .strays
+                    .get(usize::from(k))?
+                    .flight,
             ),
             _ => return None,
         };

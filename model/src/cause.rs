@@ -27,17 +27,15 @@ pub enum Ingredient {
 
 impl Ingredient {
     /// Every ingredient, in the order of the `[faults]` keys, the step delays last.
-    pub const ALL: [Ingredient; 9] = [
-        Ingredient::Fault(FaultKind::Pause),
-        Ingredient::Fault(FaultKind::Crash),
-        Ingredient::Fault(FaultKind::Failover),
-        Ingredient::Fault(FaultKind::Restart),
-        Ingredient::Fault(FaultKind::Partition),
-        Ingredient::Fault(FaultKind::ClockJump),
-        Ingredient::Fault(FaultKind::LostReply),
-        Ingredient::Fault(FaultKind::SplitBrain),
-        Ingredient::StepDelays,
-    ];
+    pub const ALL: [Ingredient; FaultKind::ALL.len() + 1] = {
+        let mut all = [Ingredient::StepDelays; FaultKind::ALL.len() + 1];
+        let mut k = 0;
+        while k < FaultKind::ALL.len() {
+            all[k] = Ingredient::Fault(FaultKind::ALL[k]);
+            k += 1;
+        }
+        all
+    };
 
     /// Its name in `[expect] cause`: the `[faults]` key, or `step_delays`.
     pub fn key(self) -> &'static str {
@@ -278,6 +276,6 @@ fn struck(ingredient: Ingredient, path: &[Action], states: &[State]) -> Option<S
         }
         // A client fault names its client; a node fault none.
         let client = a.client()?;
-        Some(Struck::of(&before.clients[usize::from(client)].phase))
+        Some(Struck::of(&before.clients[usize::from(client)].core.phase))
     })
 }

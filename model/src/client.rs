@@ -8,10 +8,46 @@
 //! machine step's requests become [`Flight`]s, and each [`Outcome`] the machine reaches is
 //! given its meaning for the client by [`Program::on_outcome`] (a [`Change`]).
 //!
-//! Neither side restates any of this: a new phase, op or outcome is added here, and the
-//! exhaustive matches below make both sides handle it.
+//! What both sides keep of a client is one [`ClientCore`] (its machine, phase, attempts,
+//! fence and requests on the wire), and the program takes it by `&mut`. Neither side
+//! restates any of this: a new phase, op or outcome is added here, and the exhaustive
+//! matches below make both sides handle it.
 
-use locklab::{Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
+use locklab::{Answer, Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
+
+/// One client as the model and the run engine both keep it. The model adds its timing
+/// and faults (`crate::state::Client`), the run engine its connections and pause gate.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ClientCore {
+    /// The design's state machine, the production code from `src/`.
+    pub machine: LockMachine,
+    /// Its progress.
+    pub phase: Phase,
+    /// Acquire attempts left.
+    pub attempts: u8,
+    /// The fencing token of its grant, kept from the acquire (as the driver's guard keeps
+    /// it): a holder whose lease was lost still presents it to the store.
+    pub fence: Option<u64>,
+    /// Requests on the wire, one slot per master.
+    pub flights: Vec<Option<Flight>>,
+    /// Requests it gave up on that are still on the wire, oldest first.
+    pub strays: Vec<Stray>,
+}
+
+impl ClientCore {
+    /// A client of `cfg`'s lock before its first attempt, with `attempts` attempts and a
+    /// slot for each of `masters` masters.
+    pub fn new(cfg: &LockConfig, attempts: u8, masters: usize) -> ClientCore {
+        ClientCore {
+            machine: LockMachine::new(cfg),
+            phase: Phase::Idle,
+            attempts,
+            fence: None,
+            flights: vec![None; masters],
+            strays: Vec::new(),
+        }
+    }
+}
 
 /// One operation of the critical-section program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -177,19 +213,17 @@ impl Program {
     /// machine's first step. `None` when the client is not idle or has no attempt left.
     pub fn acquire(
         &self,
-        phase: &mut Phase,
-        attempts: &mut u8,
-        machine: &mut LockMachine,
+        c: &mut ClientCore,
         cfg: &LockConfig,
         now: Millis,
         token: &str,
     ) -> Option<Step> {
-        if *phase != Phase::Idle || *attempts == 0 {
+        if c.phase != Phase::Idle || c.attempts == 0 {
             return None;
         }
-        *attempts -= 1;
-        *phase = Phase::Acquiring;
-        Some(machine.acquire(cfg, now, token))
+        c.attempts -= 1;
+        c.phase = Phase::Acquiring;
+        Some(c.machine.acquire(cfg, now, token))
     }
 
     /// The stock read answered: `Ok(value)` goes on to the work; a rejected read (stale
@@ -231,21 +265,20 @@ impl Program {
     /// (`token` names the re-entry attempt).
     pub fn request(
         &self,
-        phase: &mut Phase,
-        machine: &mut LockMachine,
+        c: &mut ClientCore,
         cfg: &LockConfig,
         now: Millis,
         token: impl FnOnce() -> String,
     ) -> Option<Step> {
-        let Phase::Critical { pc, read, worked } = phase.clone() else {
+        let Phase::Critical { pc, read, worked } = c.phase.clone() else {
             return None;
         };
         let step = match self.op(pc)? {
-            Op::Reenter => machine.acquire(cfg, now, &token()),
-            Op::Release => machine.release(cfg, now),
+            Op::Reenter => c.machine.acquire(cfg, now, &token()),
+            Op::Release => c.machine.release(cfg, now),
             Op::Read | Op::Write => return None,
         };
-        *phase = Phase::Waiting { pc, read, worked };
+        c.phase = Phase::Waiting { pc, read, worked };
         Some(step)
     }
 
@@ -271,18 +304,9 @@ impl Program {
 
     /// Put a machine step into effect: its sends become flights (addressed to the node
     /// serving each slot now), its outcome moves the client on.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply(
-        &self,
-        step: Step,
-        phase: &mut Phase,
-        fence: &mut Option<u64>,
-        attempts: u8,
-        flights: &mut [Option<Flight>],
-        serving: &[u8],
-    ) -> Change {
+    pub fn apply(&self, step: Step, c: &mut ClientCore, serving: &[u8]) -> Change {
         for send in step.sends {
-            flights[send.node] = Some(Flight {
+            c.flights[send.node] = Some(Flight {
                 node: serving[send.node],
                 command: std::sync::Arc::new(send.command),
                 held: None,
@@ -290,23 +314,32 @@ impl Program {
             });
         }
         match step.outcome {
-            Some(outcome) => self.on_outcome(phase, fence, attempts, outcome),
+            Some(outcome) => self.on_outcome(c, outcome),
             None => Change::None,
         }
     }
 
+    /// The answer from slot `m` reaches the client (its clock reading `now`): the
+    /// request is off the wire, and the machine's next step is put into effect.
+    pub fn answer(
+        &self,
+        c: &mut ClientCore,
+        cfg: &LockConfig,
+        (m, answer): (usize, Answer),
+        now: Millis,
+        serving: &[u8],
+    ) -> Change {
+        c.flights[m] = None;
+        let step = c.machine.on_answer(cfg, m, answer, now);
+        self.apply(step, c, serving)
+    }
+
     /// What an outcome of the machine means in the client's phase: the new phase, the
     /// fencing token kept, and the change for the history.
-    pub fn on_outcome(
-        &self,
-        phase: &mut Phase,
-        fence: &mut Option<u64>,
-        attempts: u8,
-        outcome: Outcome,
-    ) -> Change {
-        let (next, change) = match (std::mem::replace(phase, Phase::Idle), outcome) {
+    pub fn on_outcome(&self, c: &mut ClientCore, outcome: Outcome) -> Change {
+        let (next, change) = match (std::mem::replace(&mut c.phase, Phase::Idle), outcome) {
             (Phase::Acquiring, Outcome::Acquired(grant)) => {
-                *fence = grant.fence;
+                c.fence = grant.fence;
                 (
                     Phase::Critical {
                         pc: 0,
@@ -317,7 +350,7 @@ impl Program {
                 )
             }
             (Phase::Acquiring, other) => (
-                if attempts == 0 {
+                if c.attempts == 0 {
                     Phase::Done
                 } else {
                     Phase::Idle
@@ -326,7 +359,7 @@ impl Program {
             ),
             (Phase::Waiting { pc, read, worked }, outcome) => {
                 if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
-                    *fence = Some(f);
+                    c.fence = Some(f);
                 }
                 let reentered = matches!(outcome, Outcome::Acquired(_));
                 let pc = if self.op(pc) == Some(Op::Reenter) && !reentered {
@@ -349,7 +382,7 @@ impl Program {
             // No request is in flight in these phases: nothing answers.
             (phase @ (Phase::Idle | Phase::Done | Phase::Crashed), _) => (phase, Change::None),
         };
-        *phase = next;
+        c.phase = next;
         change
     }
 }
@@ -362,30 +395,40 @@ mod tests {
 
     #[test]
     fn a_denied_reentry_skips_the_inner_release() {
-        let p = Program::of(&LockConfig::new(DesignId::Reentrant, "lock", 5));
+        let cfg = LockConfig::new(DesignId::Reentrant, "lock", 5);
+        let p = Program::of(&cfg);
         let waiting = Phase::Waiting {
             pc: 0,
             read: None,
             worked: 0,
         };
-        let (mut phase, mut fence) = (waiting.clone(), None);
+        let mut c = ClientCore::new(&cfg, 0, 1);
+        c.phase = waiting.clone();
         let denied = Outcome::Denied(Denied::Unavailable { node: 0 });
         assert_eq!(
-            p.on_outcome(&mut phase, &mut fence, 0, denied),
+            p.on_outcome(&mut c, denied),
             Change::Answered { done: false }
         );
         assert_eq!(p.op(2), Some(Op::Read));
-        assert!(matches!(phase, Phase::Critical { pc: 2, .. }), "{phase:?}");
+        assert!(
+            matches!(c.phase, Phase::Critical { pc: 2, .. }),
+            "{:?}",
+            c.phase
+        );
         let grant = Grant {
             token: "t".into(),
             lease_end: Some(5),
             fence: None,
             holds: 2,
         };
-        let mut phase = waiting;
-        p.on_outcome(&mut phase, &mut fence, 0, Outcome::Acquired(grant));
+        c.phase = waiting;
+        p.on_outcome(&mut c, Outcome::Acquired(grant));
         assert_eq!(p.op(1), Some(Op::Release));
-        assert!(matches!(phase, Phase::Critical { pc: 1, .. }), "{phase:?}");
+        assert!(
+            matches!(c.phase, Phase::Critical { pc: 1, .. }),
+            "{:?}",
+            c.phase
+        );
     }
 
     #[test]
@@ -410,23 +453,18 @@ mod tests {
 
     #[test]
     fn the_last_release_answered_finishes_the_program() {
-        let p = Program::of(&LockConfig::new(DesignId::LuaRelease, "lock", 5));
-        let (mut phase, mut fence) = (
-            Phase::Waiting {
-                pc: 2,
-                read: Some(9),
-                worked: 1,
-            },
-            Some(3),
-        );
-        let change = p.on_outcome(
-            &mut phase,
-            &mut fence,
-            0,
-            Outcome::Released { holds_left: 0 },
-        );
+        let cfg = LockConfig::new(DesignId::LuaRelease, "lock", 5);
+        let p = Program::of(&cfg);
+        let mut c = ClientCore::new(&cfg, 0, 1);
+        c.phase = Phase::Waiting {
+            pc: 2,
+            read: Some(9),
+            worked: 1,
+        };
+        c.fence = Some(3);
+        let change = p.on_outcome(&mut c, Outcome::Released { holds_left: 0 });
         assert_eq!(change, Change::Answered { done: true });
-        assert_eq!(phase, Phase::Done);
-        assert_eq!(fence, Some(3), "the token is kept");
+        assert_eq!(c.phase, Phase::Done);
+        assert_eq!(c.fence, Some(3), "the token is kept");
     }
 }

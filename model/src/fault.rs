@@ -316,7 +316,7 @@ impl LockModel {
 
     /// The faults (and the steps that undo them) offered at client `i`.
     pub(crate) fn client_faults(&self, s: &State, i: usize, out: &mut Vec<Action>) {
-        let gone = matches!(s.clients[i].phase, Phase::Crashed | Phase::Done);
+        let gone = matches!(s.clients[i].core.phase, Phase::Crashed | Phase::Done);
         for kind in AT_CLIENT {
             if gone {
                 rule(kind).at_gone_client(self, s, i, out);
@@ -414,9 +414,9 @@ impl Rule for Crash {
         let Action::Crash(c) = a else { return None };
         s.spent[FaultKind::Crash] += 1;
         let cl = &mut s.clients[usize::from(c)];
-        cl.phase = Phase::Crashed;
+        cl.core.phase = Phase::Crashed;
         cl.paused = false;
-        for f in &mut cl.flights {
+        for f in &mut cl.core.flights {
             if f.as_ref().is_some_and(|f| f.held.is_some()) {
                 *f = None;
             }
@@ -508,7 +508,7 @@ impl Rule for Partition {
 
     fn at_gone_client(&self, m: &LockModel, s: &State, i: usize, out: &mut Vec<Action>) {
         let c = &s.clients[i];
-        if c.strays.is_empty() && c.flights.iter().all(Option::is_none) {
+        if c.core.strays.is_empty() && c.core.flights.iter().all(Option::is_none) {
             return;
         }
         for slot in (0..m.masters()).map(client_index) {
@@ -588,7 +588,7 @@ impl Rule for LostReply {
     fn at_client(&self, m: &LockModel, s: &State, i: usize, out: &mut Vec<Action>) {
         let c = &s.clients[i];
         if m.budget_left(s, FaultKind::LostReply) && c.running() {
-            for (slot, f) in c.flights.iter().enumerate() {
+            for (slot, f) in c.core.flights.iter().enumerate() {
                 if f.as_ref().is_some_and(|f| f.held.is_some()) {
                     out.push(Action::LoseReply(client_index(i), client_index(slot)));
                 }
@@ -601,7 +601,7 @@ impl Rule for LostReply {
             return None;
         };
         let (c, slot) = (usize::from(c), usize::from(slot));
-        s.clients[c].flights[slot].as_ref()?.held.as_ref()?;
+        s.clients[c].core.flights[slot].as_ref()?.held.as_ref()?;
         if !m.budget_left(s, FaultKind::LostReply) {
             return None;
         }

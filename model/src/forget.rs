@@ -34,7 +34,7 @@ impl LockModel {
         let gone: Vec<bool> = s
             .clients
             .iter()
-            .map(|c| matches!(c.phase, Phase::Done | Phase::Crashed))
+            .map(|c| matches!(c.core.phase, Phase::Done | Phase::Crashed))
             .collect();
         for node in &mut s.nodes {
             for (_, e) in &mut node.data.entries {
@@ -45,31 +45,31 @@ impl LockModel {
         }
         let limit = u8::try_from(self.scenario.timing.max_step_delay).unwrap_or(u8::MAX);
         for c in &mut s.clients {
-            for f in c.flights.iter_mut().flatten() {
+            for f in c.core.flights.iter_mut().flatten() {
                 f.age = f.age.min(limit);
             }
-            for st in &mut c.strays {
+            for st in &mut c.core.strays {
                 st.flight.age = st.flight.age.min(limit);
             }
             c.waited = c.waited.min(limit);
-            c.machine.forget_reported_times();
+            c.core.machine.forget_reported_times();
             if !c.holding() {
                 c.since_renew = 0;
-                c.fence = None;
+                c.core.fence = None;
             }
-            if c.phase != Phase::Idle || c.attempts == 0 {
+            if c.core.phase != Phase::Idle || c.core.attempts == 0 {
                 c.retry_wait = false;
             }
-            if matches!(c.phase, Phase::Done | Phase::Crashed) {
-                c.attempts = 0;
+            if matches!(c.core.phase, Phase::Done | Phase::Crashed) {
+                c.core.attempts = 0;
                 c.waited = 0;
                 // What it has on the wire still reads its machine (a crashed stealer's
                 // GETSET wins or loses by it), its clock and its links; a request it gave
                 // up on reads only its links.
-                if c.flights.iter().all(Option::is_none) {
-                    c.machine.reset(&self.cfg);
+                if c.core.flights.iter().all(Option::is_none) {
+                    c.core.machine.reset(&self.cfg);
                     c.offset = 0;
-                    if c.strays.is_empty() {
+                    if c.core.strays.is_empty() {
                         c.cut = 0;
                     }
                 }

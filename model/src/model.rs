@@ -16,7 +16,7 @@
 //! within the budget.
 
 use locklab::resource::Stock;
-use locklab::{Answer, Command, DesignId, LockConfig, LockMachine, NoAnswer, Reply, Step};
+use locklab::{Answer, Command, DesignId, LockConfig, NoAnswer, Reply, Step};
 use stateright::{Model, Property as SrProperty};
 
 pub use crate::action::Action;
@@ -29,7 +29,7 @@ use crate::fault::Spent;
 use crate::redis::Exec;
 use crate::run_fault::{self, RunFault};
 use crate::scenario::{Arrival, Promotion, Property, Scenario};
-use crate::state::{Client, Flight, Node, Phase, State, Stray};
+use crate::state::{Client, ClientCore, Flight, Node, Phase, State, Stray};
 
 /// The stock every scenario starts with.
 pub const INITIAL_STOCK: i64 = 10;
@@ -174,13 +174,13 @@ impl LockModel {
 
     fn op(&self, c: &Client) -> Option<Op> {
         self.program
-            .next(&c.phase, &c.machine, self.scenario.timing.work)
+            .next(&c.core.phase, &c.core.machine, self.scenario.timing.work)
     }
 
     fn renew_due(&self, c: &Client) -> bool {
         c.holding()
-            && !c.machine.busy()
-            && c.machine.renewing(&self.cfg)
+            && !c.core.machine.busy()
+            && c.core.machine.renewing(&self.cfg)
             && u64::from(c.since_renew) >= self.cfg.renew_interval()
     }
 
@@ -212,7 +212,7 @@ impl LockModel {
         let c = &s.clients[i];
         let ci = client_index(i);
         // A crashed client's requests already sent still reach their nodes.
-        for (m, f) in c.flights.iter().enumerate() {
+        for (m, f) in c.core.flights.iter().enumerate() {
             let Some(f) = f else { continue };
             let reachable = self.reachable(s, i, f, m);
             let m = client_index(m);
@@ -224,7 +224,7 @@ impl LockModel {
             }
         }
         // What it gave up on still reaches its node, whatever the client does now.
-        for (k, st) in c.strays.iter().enumerate() {
+        for (k, st) in c.core.strays.iter().enumerate() {
             if self.reachable(s, i, &st.flight, usize::from(st.slot)) {
                 out.push(Action::DeliverLate(ci, client_index(k)));
             }
@@ -232,7 +232,7 @@ impl LockModel {
         if !c.running() {
             return;
         }
-        if c.phase == Phase::Idle && c.attempts > 0 && !c.retry_wait {
+        if c.core.phase == Phase::Idle && c.core.attempts > 0 && !c.retry_wait {
             out.push(Action::Acquire(ci));
         }
         if let Some(op) = self.op(c) {
@@ -257,8 +257,8 @@ impl LockModel {
     fn has_pending(&self, s: &State, i: usize) -> bool {
         let c = &s.clients[i];
         let first_attempt = self.scenario.clients.arrival == Arrival::Start
-            && c.phase == Phase::Idle
-            && u32::from(c.attempts) == self.scenario.clients.attempts;
+            && c.core.phase == Phase::Idle
+            && u32::from(c.core.attempts) == self.scenario.clients.attempts;
         c.running() && (first_attempt || self.op(c).is_some())
     }
 
@@ -398,11 +398,12 @@ impl LockModel {
                 || self.renew_overdue(&s.clients[i])
         });
         let overdue_message = s.clients.iter().enumerate().any(|(i, c)| {
-            c.flights
+            c.core
+                .flights
                 .iter()
                 .enumerate()
                 .any(|(m, f)| f.as_ref().is_some_and(|f| self.overdue(s, i, f, m)))
-                || c.strays.iter().any(|st| self.stray_overdue(s, i, st))
+                || c.core.strays.iter().any(|st| self.stray_overdue(s, i, st))
         });
         !overdue_step && !overdue_message
     }
@@ -416,7 +417,8 @@ impl LockModel {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                c.flights
+                c.core
+                    .flights
                     .iter()
                     .enumerate()
                     .map(|(m, f)| f.as_ref().is_some_and(|f| self.deliverable(s, i, f, m)))
@@ -428,19 +430,20 @@ impl LockModel {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                c.strays
+                c.core
+                    .strays
                     .iter()
                     .map(|st| self.reachable(s, i, &st.flight, usize::from(st.slot)))
                     .collect()
             })
             .collect();
         for ((c, due), strays_due) in s.clients.iter_mut().zip(due).zip(strays_due) {
-            for (f, due) in c.flights.iter_mut().zip(due) {
+            for (f, due) in c.core.flights.iter_mut().zip(due) {
                 if let (Some(f), true) = (f, due) {
                     f.age = f.age.saturating_add(1);
                 }
             }
-            for (st, due) in c.strays.iter_mut().zip(strays_due) {
+            for (st, due) in c.core.strays.iter_mut().zip(strays_due) {
                 if due {
                     st.flight.age = st.flight.age.saturating_add(1);
                 }
@@ -461,8 +464,8 @@ impl LockModel {
             if pending {
                 c.waited = c.waited.saturating_add(1);
             }
-            self.program.on_tick(&mut c.phase, work);
-            if c.machine.renewing(&self.cfg) {
+            self.program.on_tick(&mut c.core.phase, work);
+            if c.core.machine.renewing(&self.cfg) {
                 c.since_renew = c.since_renew.saturating_add(1).min(since_renew_cap);
             }
         }
@@ -472,37 +475,47 @@ impl LockModel {
     /// means for the model's timing (renewal interval, retry back-off) is taken here.
     /// Requests go to the node each slot routes to for this client (a split brain
     /// leaves some clients on the old master).
-    fn apply(&self, s: &mut State, i: usize, step: Step) -> Change {
-        let serving: Vec<u8> = (0..s.serving.len()).map(|m| self.route(s, i, m)).collect();
+    fn apply(&self, s: &mut State, i: usize, step: Step) {
+        let serving = self.routes(s, i);
         let c = &mut s.clients[i];
-        let change = self.program.apply(
-            step,
-            &mut c.phase,
-            &mut c.fence,
-            c.attempts,
-            &mut c.flights,
-            &serving,
-        );
+        let change = self.program.apply(step, &mut c.core, &serving);
+        Self::time_after(c, &change);
+    }
+
+    /// The answer from slot `m` reaches client `i`.
+    pub(crate) fn answer(&self, s: &mut State, i: usize, m: usize, answer: Answer) {
+        let serving = self.routes(s, i);
+        let now = self.client_clock(s, i);
+        let c = &mut s.clients[i];
+        let change = self
+            .program
+            .answer(&mut c.core, &self.cfg, (m, answer), now, &serving);
+        Self::time_after(c, &change);
+    }
+
+    /// The node each slot routes to for client `i`.
+    fn routes(&self, s: &State, i: usize) -> Vec<u8> {
+        (0..s.serving.len()).map(|m| self.route(s, i, m)).collect()
+    }
+
+    /// What a change means for the model's timing of client `c`: a grant or an
+    /// extension starts the renewal interval, a failed acquire waits for the clock.
+    fn time_after(c: &mut Client, change: &Change) {
         match change {
             Change::Acquired { .. } | Change::Extended => c.since_renew = 0,
             Change::AcquireFailed(_) => c.retry_wait = true,
             Change::Answered { .. } | Change::RenewFailed | Change::None => {}
         }
-        change
-    }
-
-    pub(crate) fn answer(&self, s: &mut State, i: usize, m: usize, answer: Answer) {
-        s.clients[i].flights[m] = None;
-        let now = self.client_clock(s, i);
-        let step = s.clients[i].machine.on_answer(&self.cfg, m, answer, now);
-        self.apply(s, i, step);
     }
 
     /// Whether client `i`'s machine takes the lock on `reply` to its request on slot
     /// `m`. A GETSET that does is that design's acquire (the steal), not a release.
     fn wins_with(&self, s: &State, i: usize, m: usize, reply: &Reply) -> bool {
         let now = self.client_clock(s, i);
-        s.clients[i].machine.acquires_with(&self.cfg, m, reply, now)
+        s.clients[i]
+            .core
+            .machine
+            .acquires_with(&self.cfg, m, reply, now)
     }
 
     /// Run `command` of client `i` (sent on slot `m`) on `node`. A command that removes
@@ -564,7 +577,7 @@ impl LockModel {
         }
         for owner in displaced.into_iter().flatten() {
             let o = &s.clients[owner as usize];
-            if owner as usize != i && o.phase.claims() {
+            if owner as usize != i && o.core.phase.claims() {
                 s.displaced_other = true;
             }
         }
@@ -600,11 +613,11 @@ impl LockModel {
     /// read by nobody and returned for the trace. `None` when it cannot arrive now.
     pub fn deliver_late(&self, s: &mut State, c: u8, k: u8) -> Option<Reply> {
         let i = usize::from(c);
-        let st = s.clients[i].strays.get(usize::from(k))?;
+        let st = s.clients[i].core.strays.get(usize::from(k))?;
         if !self.reachable(s, i, &st.flight, usize::from(st.slot)) {
             return None;
         }
-        let st = s.clients[i].strays.remove(usize::from(k));
+        let st = s.clients[i].core.strays.remove(usize::from(k));
         let (m, node) = (usize::from(st.slot), usize::from(st.flight.node));
         Some(self.execute(s, i, m, node, &st.flight.command, true))
     }
@@ -613,7 +626,7 @@ impl LockModel {
     /// that were on their way to it never arrive.
     pub(crate) fn drop_strays_to(s: &mut State, node: u8) {
         for c in &mut s.clients {
-            c.strays.retain(|st| st.flight.node != node);
+            c.core.strays.retain(|st| st.flight.node != node);
         }
     }
 
@@ -625,7 +638,7 @@ impl LockModel {
     /// Inside the critical section: from the grant until the stock write is done (the
     /// release that follows is outside it).
     pub fn in_critical_section(&self, c: &Client) -> bool {
-        self.program.in_critical_section(&c.phase)
+        self.program.in_critical_section(&c.core.phase)
     }
 
     /// Whether a property holds in this state (the safety properties are invariants).
@@ -659,9 +672,9 @@ impl LockModel {
             return false;
         }
         let owner = e.owner.map(|o| &s.clients[o as usize]);
-        let believed = owner.is_some_and(|c| c.phase.claims());
-        let kept_alive =
-            owner.is_some_and(|c| c.phase != Phase::Crashed && c.machine.renewing(&self.cfg));
+        let believed = owner.is_some_and(|c| c.core.phase.claims());
+        let kept_alive = owner
+            .is_some_and(|c| c.core.phase != Phase::Crashed && c.core.machine.renewing(&self.cfg));
         !believed && (e.expires_at.is_none() || kept_alive)
     }
 
@@ -687,7 +700,7 @@ impl LockModel {
     /// re-entering it; not releasing it) while its lease is gone: it ran out, or its
     /// key vanished (a restart, a failover, another client's delete).
     pub fn lease_lost(&self, s: &State, d: usize) -> bool {
-        let believes = match &s.clients[d].phase {
+        let believes = match &s.clients[d].core.phase {
             Phase::Critical { .. } => true,
             Phase::Waiting { pc, .. } => self.program.op(*pc) == Some(Op::Reenter),
             Phase::Idle | Phase::Acquiring | Phase::Done | Phase::Crashed => false,
@@ -730,20 +743,16 @@ impl Model for LockModel {
                 });
             }
         }
+        let attempts =
+            u8::try_from(sc.clients.attempts).expect("clients.attempts is at most MAX_ATTEMPTS");
         let client = Client {
-            machine: LockMachine::new(&self.cfg),
-            phase: Phase::Idle,
+            core: ClientCore::new(&self.cfg, attempts, masters),
             paused: false,
             offset: 0,
-            attempts: u8::try_from(sc.clients.attempts)
-                .expect("clients.attempts is at most MAX_ATTEMPTS"),
             retry_wait: false,
             waited: 0,
             since_renew: 0,
-            fence: None,
-            flights: vec![None; masters],
             cut: 0,
-            strays: Vec::new(),
         };
         vec![State {
             now: 0,
@@ -781,33 +790,26 @@ impl Model for LockModel {
                 let token = Self::new_token(&mut s);
                 let now = self.client_clock(&s, i);
                 let cl = &mut s.clients[i];
-                let step = self.program.acquire(
-                    &mut cl.phase,
-                    &mut cl.attempts,
-                    &mut cl.machine,
-                    &self.cfg,
-                    now,
-                    &token,
-                )?;
+                let step = self.program.acquire(&mut cl.core, &self.cfg, now, &token)?;
                 self.apply(&mut s, i, step);
             }
             Action::Deliver(c, m) => {
                 let (i, m) = (c as usize, m as usize);
-                let f = s.clients[i].flights[m].clone()?;
+                let f = s.clients[i].core.flights[m].clone()?;
                 if f.held.is_some() {
                     return None;
                 }
                 let reply = self.execute(&mut s, i, m, f.node as usize, &f.command, false);
                 // The reply starts its own leg back to the client (if it still lives).
-                s.clients[i].flights[m] =
-                    (s.clients[i].phase != Phase::Crashed).then_some(Flight {
+                s.clients[i].core.flights[m] = (s.clients[i].core.phase != Phase::Crashed)
+                    .then_some(Flight {
                         held: Some(reply),
                         age: 0,
                         ..f
                     });
             }
             Action::Receive(c, m) => {
-                let reply = s.clients[c as usize].flights[m as usize]
+                let reply = s.clients[c as usize].core.flights[m as usize]
                     .as_ref()?
                     .held
                     .clone()?;
@@ -815,7 +817,7 @@ impl Model for LockModel {
             }
             Action::Timeout(c, m) => {
                 let (i, m) = (c as usize, m as usize);
-                let f = s.clients[i].flights[m].as_ref()?;
+                let f = s.clients[i].core.flights[m].as_ref()?;
                 if self.strands(&s, i, f, m) {
                     let stray = Stray {
                         slot: client_index(m),
@@ -824,7 +826,7 @@ impl Model for LockModel {
                             ..f.clone()
                         },
                     };
-                    s.clients[i].strays.push(stray);
+                    s.clients[i].core.strays.push(stray);
                 }
                 self.answer(&mut s, i, m, Err(NoAnswer));
             }
@@ -835,7 +837,7 @@ impl Model for LockModel {
                 // The renewal task's step: the program's own pending step waits on.
                 let i = c as usize;
                 let now = self.client_clock(&s, i);
-                let step = s.clients[i].machine.renew(&self.cfg, now);
+                let step = s.clients[i].core.machine.renew(&self.cfg, now);
                 s.clients[i].since_renew = 0;
                 self.apply(&mut s, i, step);
             }
@@ -845,14 +847,14 @@ impl Model for LockModel {
                 if self.op(&s.clients[i]) != action.op() {
                     return None;
                 }
-                let fence = s.clients[i].fence;
+                let fence = s.clients[i].core.fence;
                 match action {
                     Action::Read(_) => {
                         let read = s.stock.read(fence);
-                        self.program.on_read(&mut s.clients[i].phase, read)?;
+                        self.program.on_read(&mut s.clients[i].core.phase, read)?;
                     }
                     Action::Write(_) => {
-                        let value = self.program.on_write(&mut s.clients[i].phase)?;
+                        let value = self.program.on_write(&mut s.clients[i].core.phase)?;
                         let _ = s.stock.write(fence, value);
                     }
                     _ => {
@@ -862,13 +864,9 @@ impl Model for LockModel {
                             token = Some(Self::new_token(&mut s));
                         }
                         let cl = &mut s.clients[i];
-                        let step = self.program.request(
-                            &mut cl.phase,
-                            &mut cl.machine,
-                            &self.cfg,
-                            now,
-                            || token.unwrap_or_default(),
-                        )?;
+                        let step = self
+                            .program
+                            .request(&mut cl.core, &self.cfg, now, || token.unwrap_or_default())?;
                         self.apply(&mut s, i, step);
                     }
                 }

@@ -120,6 +120,7 @@ impl LockModel {
         }
         let ample = out.iter().copied().find(|a| match *a {
             Action::Receive(c, m) => s.clients[usize::from(c)]
+                .core
                 .machine
                 .records_only(usize::from(m)),
             _ => false,
@@ -146,7 +147,7 @@ impl LockModel {
         (0..s.nodes.len())
             .filter_map(|m| {
                 let overdue = s.clients.iter().enumerate().any(|(i, c)| {
-                    c.flights[m]
+                    c.core.flights[m]
                         .as_ref()
                         .is_some_and(|f| f.held.is_none() && self.overdue(s, i, f, m))
                 });
@@ -168,11 +169,11 @@ impl LockModel {
         while let Some(j) = todo.pop() {
             for (i, c) in s.clients.iter().enumerate() {
                 let undelivered = |k: usize| {
-                    c.flights[k]
+                    c.core.flights[k]
                         .as_ref()
                         .is_some_and(|f| f.held.is_none() && self.reachable(s, i, f, k))
                 };
-                match &c.flights[j] {
+                match &c.core.flights[j] {
                     Some(f) if f.held.is_none() => {
                         if !self.reachable(s, i, f, j) {
                             return None;
@@ -185,7 +186,7 @@ impl LockModel {
                         }
                         // A busy machine sends only when an answer decides its operation,
                         // and that takes every master it waits for, `k` among them.
-                        if !c.machine.busy() {
+                        if !c.core.machine.busy() {
                             return None;
                         }
                         let waits: u32 = (0..s.nodes.len())
@@ -238,7 +239,7 @@ impl LockModel {
     fn decides_quietly(&self, s: &State, i: usize) -> bool {
         let mut t = s.clone();
         for k in 0..s.nodes.len() {
-            if t.clients[i].flights[k].is_some() {
+            if t.clients[i].core.flights[k].is_some() {
                 match self.next_state(&t, Action::Receive(client_index(i), client_index(k))) {
                     Some(next) => t = next,
                     None => return false,
@@ -246,8 +247,8 @@ impl LockModel {
             }
         }
         let c = &t.clients[i];
-        c.flights.iter().all(Option::is_none)
-            && !c.machine.busy()
+        c.core.flights.iter().all(Option::is_none)
+            && !c.core.machine.busy()
             && self.sends_nothing_before_tick(c)
     }
 
@@ -256,18 +257,18 @@ impl LockModel {
     /// next request (the release) behind work that only ticks advance.
     fn sends_nothing_before_tick(&self, c: &Client) -> bool {
         let work = self.scenario.timing.work;
-        match &c.phase {
+        match &c.core.phase {
             Phase::Done | Phase::Crashed => true,
-            Phase::Idle => c.attempts == 0 || c.retry_wait,
+            Phase::Idle => c.core.attempts == 0 || c.retry_wait,
             Phase::Critical { pc, read, worked } => {
                 let program = self.client_program();
-                let renewal_due = c.machine.renewing(&self.cfg)
+                let renewal_due = c.core.machine.renewing(&self.cfg)
                     && u64::from(c.since_renew) >= self.cfg.renew_interval();
                 let waits_for_work = match program.op(*pc) {
                     // A read cannot be refused without a fencing token; the write after
                     // it waits `work` ticks.
                     Some(Op::Read) => {
-                        work >= 1 && c.fence.is_none() && program.op(pc + 1) == Some(Op::Write)
+                        work >= 1 && c.core.fence.is_none() && program.op(pc + 1) == Some(Op::Write)
                     }
                     Some(Op::Write) => read.is_some() && u32::from(*worked) < work,
                     Some(Op::Reenter | Op::Release) | None => false,
@@ -289,6 +290,6 @@ impl LockModel {
                 && (left(FaultKind::Failover) || left(FaultKind::SplitBrain)))
             || s.split.is_some()
             // A request given up on may still reach any master, unbidden.
-            || s.clients.iter().any(|c| !c.strays.is_empty())
+            || s.clients.iter().any(|c| !c.core.strays.is_empty())
     }
 }

@@ -80,6 +80,7 @@ impl LockModel {
             Action::Receive(c, m) if self.partial_order_applies() => {
                 s.stepped
                     || !s.clients[usize::from(c)]
+                        .core
                         .machine
                         .records_only(usize::from(m))
             }

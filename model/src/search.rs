@@ -300,7 +300,7 @@ impl Coverage {
         let attempting = match action {
             Action::Acquire(c) => Some(c),
             Action::Deliver(c, _)
-                if s.clients[c as usize].phase == crate::client::Phase::Acquiring =>
+                if s.clients[c as usize].core.phase == crate::client::Phase::Acquiring =>
             {
                 Some(c)
             }

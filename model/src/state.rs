@@ -1,52 +1,63 @@
-//! The model's state: clients (each running a [`LockMachine`] from `src/`), Redis nodes,
+//! The model's state: clients (each running a [`locklab::LockMachine`] from `src/`), Redis nodes,
 //! the protected stock counter, the logical clock and the fault budget spent so far.
 
 use locklab::resource::Stock;
-use locklab::LockMachine;
 
-pub use crate::client::{Flight, Phase, Stray};
+pub use crate::client::{ClientCore, Flight, Phase, Stray};
 use crate::fault::Spent;
 use crate::redis::Data;
 
-/// One client process.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// One client process: what the run engine keeps of it too ([`ClientCore`]), and the
+/// model's timing and faults.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Client {
-    /// The design's state machine, the production code from `src/`.
-    pub machine: LockMachine,
-    /// Its progress.
-    pub phase: Phase,
+    /// Its machine, phase, attempts, fence and requests on the wire.
+    pub core: ClientCore,
     /// Stopped by a stop-the-world pause.
     pub paused: bool,
     /// Its clock's offset from the global clock, in ticks.
     pub offset: i64,
-    /// Acquire attempts left.
-    pub attempts: u8,
     /// A denied client retries only after the clock moved.
     pub retry_wait: bool,
     /// Ticks it has had a step to take without taking it.
     pub waited: u8,
     /// Ticks since the lease was last renewed (renewing designs).
     pub since_renew: u8,
-    /// The fencing token of its grant, kept from the acquire (as the driver's guard keeps
-    /// it): a holder whose lease was lost still presents it to the store.
-    pub fence: Option<u64>,
-    /// In-flight requests, one slot per master.
-    pub flights: Vec<Option<Flight>>,
     /// Masters whose link from this client is cut (bit per master).
     pub cut: u16,
-    /// Requests it gave up on that are still on the wire, oldest first.
-    pub strays: Vec<Stray>,
+}
+
+/// Field by field in a fixed order that interleaves the core's fields with the model's:
+/// a state's fingerprint, and so which state the symmetry reduction keeps as the
+/// representative of its class (and which counterexample a search reports), follows
+/// from this order.
+impl std::hash::Hash for Client {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let c = &self.core;
+        c.machine.hash(h);
+        c.phase.hash(h);
+        self.paused.hash(h);
+        self.offset.hash(h);
+        c.attempts.hash(h);
+        self.retry_wait.hash(h);
+        self.waited.hash(h);
+        self.since_renew.hash(h);
+        c.fence.hash(h);
+        c.flights.hash(h);
+        self.cut.hash(h);
+        c.strays.hash(h);
+    }
 }
 
 impl Client {
     /// Running: neither paused nor crashed.
     pub fn running(&self) -> bool {
-        !self.paused && self.phase != Phase::Crashed
+        !self.paused && self.core.phase != Phase::Crashed
     }
 
     /// Holding (it believes): in the critical-section program, releases included.
     pub fn holding(&self) -> bool {
-        self.phase.holding()
+        self.core.phase.holding()
     }
 }
 
@@ -165,13 +176,13 @@ impl State {
             .collect();
         for c in &mut self.clients {
             let mut flights: Vec<Option<Flight>> =
-                inverse.iter().map(|&m| c.flights[m].take()).collect();
+                inverse.iter().map(|&m| c.core.flights[m].take()).collect();
             for f in flights.iter_mut().flatten() {
                 f.node = u8::try_from(perm[f.node as usize])
                     .expect("nodes are bounded by the scenario caps");
             }
-            c.flights = flights;
-            for st in &mut c.strays {
+            c.core.flights = flights;
+            for st in &mut c.core.strays {
                 st.slot = u8::try_from(perm[usize::from(st.slot)])
                     .expect("nodes are bounded by the scenario caps");
                 st.flight.node = u8::try_from(perm[usize::from(st.flight.node)])
@@ -182,7 +193,7 @@ impl State {
                 .enumerate()
                 .filter(|(m, _)| c.cut & (1 << m) != 0)
                 .fold(0, |acc, (_, &p)| acc | (1 << p));
-            c.machine.permute_nodes(perm);
+            c.core.machine.permute_nodes(perm);
         }
         // `serving` is the identity without replicas, and stays so.
     }

@@ -227,7 +227,7 @@ fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
         n => n,
     };
     s.clients.iter().all(|c| {
-        let flights = match (&c.flights[a], &c.flights[b]) {
+        let flights = match (&c.core.flights[a], &c.core.flights[b]) {
             (None, None) => true,
             (Some(x), Some(y)) => {
                 swap(x.node) == usize::from(y.node)
@@ -239,11 +239,11 @@ fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
             _ => false,
         };
         // A request given up on names its slot and node: a swap of either moves it.
-        let strays = c.strays.iter().all(|st| {
+        let strays = c.core.strays.iter().all(|st| {
             let (slot, node) = (usize::from(st.slot), usize::from(st.flight.node));
             slot != a && slot != b && node != a && node != b
         });
-        flights && strays && (c.cut >> a) & 1 == (c.cut >> b) & 1 && c.machine.swap_keeps(a, b)
+        flights && strays && (c.cut >> a) & 1 == (c.cut >> b) & 1 && c.core.machine.swap_keeps(a, b)
     })
 }
 
@@ -331,7 +331,9 @@ fn master_key(s: &State, m: usize) -> u64 {
         .clients
         .iter()
         .map(|c| {
-            let f = c.flights[m].as_ref().map(|f| (&f.command, &f.held, f.age));
+            let f = c.core.flights[m]
+                .as_ref()
+                .map(|f| (&f.command, &f.held, f.age));
             sort_key(&(f, c.cut & (1 << m) != 0))
         })
         .fold(0u64, u64::wrapping_add);

@@ -267,7 +267,7 @@ fn op_name(op: Option<&Op>) -> &'static str {
 fn client_status(model: &LockModel, s: &State, i: usize) -> String {
     let c = &s.clients[i];
     let program = model.program();
-    let mut out = match &c.phase {
+    let mut out = match &c.core.phase {
         Phase::Idle => "idle".to_string(),
         Phase::Acquiring => "acquiring".to_string(),
         Phase::Critical { pc, .. } => {
@@ -322,11 +322,11 @@ fn actor(action: Action, before: &State) -> String {
     match action {
         Tick => "clock".to_string(),
         Replicate(n) => node_name(n as usize),
-        Deliver(c, m) => match &before.clients[c as usize].flights[m as usize] {
+        Deliver(c, m) => match &before.clients[c as usize].core.flights[m as usize] {
             Some(f) => node_name(f.node as usize),
             None => client_name(c as usize),
         },
-        DeliverLate(c, k) => match before.clients[c as usize].strays.get(k as usize) {
+        DeliverLate(c, k) => match before.clients[c as usize].core.strays.get(k as usize) {
             Some(st) => node_name(st.flight.node as usize),
             None => client_name(c as usize),
         },
@@ -365,7 +365,8 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
     let (Some(b), Some(a)) = (before.clients.get(c), after.clients.get(c)) else {
         return Vec::new();
     };
-    a.flights
+    a.core
+        .flights
         .iter()
         .enumerate()
         .filter_map(|(m, f)| {
@@ -373,7 +374,7 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
             let is_new = if consumed == Some(m) {
                 f.held.is_none()
             } else {
-                b.flights.get(m).and_then(Option::as_ref) != Some(f)
+                b.core.flights.get(m).and_then(Option::as_ref) != Some(f)
             };
             is_new.then(|| Sent {
                 master: format!("master{}", m + 1),
@@ -407,6 +408,7 @@ fn delivered_reply(
         let flight = next
             .clients
             .get(c as usize)?
+            .core
             .flights
             .get(m as usize)?
             .as_ref()?;
@@ -465,7 +467,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             break;
         };
         let sent = new_flights(action, &state, &next);
-        let flight = |c: u8, m: u8| state.clients[c as usize].flights[m as usize].clone();
+        let flight = |c: u8, m: u8| state.clients[c as usize].core.flights[m as usize].clone();
         use Action::*;
         let mut script_calls = Vec::new();
         let (command, reply, held) = match action {
@@ -490,6 +492,7 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
                 let (reply, calls) = late_reply(model, &state, c, k);
                 script_calls = calls;
                 let command = state.clients[c as usize]
+                    .core
                     .strays
                     .get(k as usize)
                     .map(|st| st.flight.command.to_string());

@@ -377,7 +377,7 @@ resource_safety = "holds"
     }
     assert!(s.nodes[0].alive, "the old master stays up");
     assert_eq!(s.serving[0], 1);
-    let f = s.clients[1].flights[0].as_ref().unwrap();
+    let f = s.clients[1].core.flights[0].as_ref().unwrap();
     assert_eq!(
         f.node, 0,
         "client2 has not learnt the new master: it reaches the old"

@@ -291,8 +291,11 @@ fn deliveries_taken_alone_are_invisible() {
                 assert_eq!(LockModel::purchased(&next), LockModel::purchased(s));
                 assert_eq!(next.stock, s.stock);
                 assert_eq!(
-                    next.clients.iter().map(|c| &c.phase).collect::<Vec<_>>(),
-                    s.clients.iter().map(|c| &c.phase).collect::<Vec<_>>(),
+                    next.clients
+                        .iter()
+                        .map(|c| &c.core.phase)
+                        .collect::<Vec<_>>(),
+                    s.clients.iter().map(|c| &c.core.phase).collect::<Vec<_>>(),
                     "{}: {a:?} phases",
                     sc.name
                 );

@@ -55,7 +55,7 @@ fn the_reply_travels_after_the_command_ran() {
     let states = replay(&model, &[Acquire(0), Deliver(0, 0), Tick, Receive(0, 0)])
         .expect("the reply is read a tick after the SET ran");
     let executed = &states[2];
-    assert_eq!(executed.clients[0].phase, Phase::Acquiring);
+    assert_eq!(executed.clients[0].core.phase, Phase::Acquiring);
     assert!(
         executed.nodes[0].data.entry("lock").is_some(),
         "the SET ran"
@@ -89,7 +89,7 @@ fn a_crash_leaves_its_requests_on_the_wire() {
         Some(0)
     );
     assert!(
-        last.clients[0].flights.iter().all(Option::is_none),
+        last.clients[0].core.flights.iter().all(Option::is_none),
         "no reply is read"
     );
     assert!(!model.holds(Property::NoOrphanedLock, last));
@@ -210,6 +210,7 @@ fn late_delivery(model: &LockModel, path: &[Action]) -> Option<String> {
     let states = replay(model, path)?;
     path.iter().zip(&states).find_map(|(a, before)| match *a {
         Action::DeliverLate(c, k) => before.clients[c as usize]
+            .core
             .strays
             .get(k as usize)
             .map(|st| st.flight.command.to_string()),
@@ -253,14 +254,18 @@ fn an_acquire_given_up_on_takes_the_lock_for_nobody() {
     ];
     let states = replay(&model, &path).expect("the SETNX given up on still arrives");
     let timed_out = &states[3];
-    assert_eq!(timed_out.clients[0].strays.len(), 1, "kept on the wire");
+    assert_eq!(
+        timed_out.clients[0].core.strays.len(),
+        1,
+        "kept on the wire"
+    );
     assert!(timed_out.nodes[0].data.entry("lock").is_none());
     let last = states.last().unwrap();
     assert_eq!(
         last.nodes[0].data.entry("lock").and_then(|e| e.owner),
         Some(0)
     );
-    assert!(last.clients[0].strays.is_empty());
+    assert!(last.clients[0].core.strays.is_empty());
     assert!(!last.clients[0].holding());
     assert!(!model.holds(Property::NoOrphanedLock, last));
     // It arrives within the step bound once the link works: the clock cannot pass it.
@@ -299,7 +304,7 @@ fn a_restart_drops_the_requests_given_up_on() {
         &[Acquire(0), Partition(0, 0), Timeout(0, 0), Restart(0)],
     )
     .unwrap();
-    assert!(states.last().unwrap().clients[0].strays.is_empty());
+    assert!(states.last().unwrap().clients[0].core.strays.is_empty());
 }
 
 /// A renewal given up on lands after the lease ran out: get-expire-renewal's
@@ -422,7 +427,7 @@ fn a_split_brain_leaves_replicas_on_both_sides() {
     let last = split.last().unwrap();
     assert_eq!(last.nodes[1].replica_of, Some(0));
     assert_eq!(last.nodes[3].replica_of, Some(2));
-    let wait = last.clients[0].flights[0].as_ref().unwrap();
+    let wait = last.clients[0].core.flights[0].as_ref().unwrap();
     assert_eq!(
         wait.held,
         Some(locklab::Reply::Int(1)),

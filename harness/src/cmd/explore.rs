@@ -78,7 +78,7 @@ impl fmt::Debug for Shown {
             writeln!(f, "{name}: {text}{skew}")?;
         }
         for (i, c) in s.clients.iter().enumerate() {
-            for (slot, flight) in c.flights.iter().enumerate() {
+            for (slot, flight) in c.core.flights.iter().enumerate() {
                 let Some(flight) = flight else { continue };
                 let held = match &flight.held {
                     Some(reply) => format!(", reply {reply} held"),
@@ -174,13 +174,13 @@ impl Model for Explorable {
                 .state
                 .clients
                 .get(usize::from(c))
-                .and_then(|c| c.flights.get(usize::from(m))?.as_ref())
+                .and_then(|c| c.core.flights.get(usize::from(m))?.as_ref())
                 .map(|f| format!("request: {}\n", f.command)),
             DeliverLate(c, k) => last
                 .state
                 .clients
                 .get(usize::from(c))
-                .and_then(|c| c.strays.get(usize::from(k)))
+                .and_then(|c| c.core.strays.get(usize::from(k)))
                 .map(|st| format!("request given up on: {}\n", st.flight.command)),
             Tick | Acquire(_) | Renew(_) | Read(_) | Write(_) | Release(_) | Reenter(_)
             | Replicate(_) | Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_)

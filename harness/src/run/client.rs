@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use locklab::driver::{Node as Link, NodeTimeouts, PauseGate};
-use locklab::{Answer, Command, LockConfig, LockMachine, Millis, Reply, Step};
-pub use locklab_model::client::{Change, Flight, Phase, Program, Stray};
+use locklab::{Answer, Command, LockConfig, Millis, Reply, Step};
+pub use locklab_model::client::{Change, ClientCore, Flight, Phase, Program, Stray};
 
 /// Timeouts of a client's connections: long enough for a loaded machine, short enough
 /// that a dead node shows within a step (a cut link or a killed node refuses at once).
@@ -25,29 +25,21 @@ pub const LINK_TIMEOUTS: NodeTimeouts = NodeTimeouts {
 /// One client process.
 pub struct Client {
     pub index: usize,
-    pub machine: LockMachine,
-    pub phase: Phase,
+    /// Its machine, phase, attempts, fence and requests on the wire: what the model
+    /// keeps of a client too.
+    pub core: ClientCore,
     pub gate: PauseGate,
-    /// Per master slot.
-    pub flights: Vec<Option<Flight>>,
-    /// Requests it gave up on (timed out on a cut link) that are still on the wire.
-    pub strays: Vec<Stray>,
     /// Per master slot: the connection (through the link proxy).
     links: Vec<Link>,
     /// Offset of the client's clock from the run's clock, in ms.
     pub clock_offset: Millis,
-    /// Acquire attempts left.
-    pub attempts: u8,
-    /// The fencing token of its grant, kept from the acquire: a holder whose lease was
-    /// lost still presents it to the store.
-    pub fence: Option<u64>,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("index", &self.index)
-            .field("phase", &self.phase)
+            .field("phase", &self.core.phase)
             .field("paused", &self.gate.is_paused())
             .finish()
     }
@@ -68,27 +60,22 @@ impl Client {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Client {
             index,
-            machine: LockMachine::new(cfg),
-            phase: Phase::Idle,
+            core: ClientCore::new(cfg, attempts, urls.len()),
             gate: PauseGate::new(),
-            flights: vec![None; urls.len()],
-            strays: Vec::new(),
             links,
             clock_offset: 0,
-            attempts,
-            fence: None,
         })
     }
 
     /// Whether the client runs (not paused, not crashed).
     pub fn running(&self) -> bool {
-        !self.gate.is_paused() && self.phase != Phase::Crashed
+        !self.gate.is_paused() && self.core.phase != Phase::Crashed
     }
 
     /// Whether the client acquires, holds or releases the lock (the model's notion of
     /// "holds" for `owner_only_release`).
     pub fn holds(&self) -> bool {
-        self.phase.claims()
+        self.core.phase.claims()
     }
 
     /// Reconnect slot `m` (after a failover or restart behind its proxy).
@@ -99,16 +86,16 @@ impl Client {
 
     /// The process died: its connections are dropped, its requests on the wire are not.
     pub fn crash(&mut self, cfg: &LockConfig, urls: &[String]) {
-        self.phase = Phase::Crashed;
+        self.core.phase = Phase::Crashed;
         self.gate.resume();
         // A request already sent still reaches Redis (the run delivers it over a fresh
         // connection); a reply has nobody to read it.
-        for f in &mut self.flights {
+        for f in &mut self.core.flights {
             if f.as_ref().is_some_and(|f| f.held.is_some()) {
                 *f = None;
             }
         }
-        self.machine.reset(cfg);
+        self.core.machine.reset(cfg);
         for (m, u) in urls.iter().enumerate() {
             if let Ok(l) = Link::new(m, u, LINK_TIMEOUTS) {
                 self.links[m] = l;
@@ -118,7 +105,7 @@ impl Client {
 
     /// Send the request waiting on slot `m` for real and wait for Redis' answer.
     pub async fn send(&self, m: usize) -> Option<(Command, Result<Reply, String>)> {
-        let f = self.flights[m].as_ref()?;
+        let f = self.core.flights[m].as_ref()?;
         let answer = self.links[m]
             .execute(&f.command)
             .await
@@ -129,28 +116,18 @@ impl Client {
     /// Put a machine step into effect through the client program (the model's): record
     /// its sends (addressed to the nodes serving the slots now), act on its outcome.
     pub fn apply(&mut self, step: Step, serving: &[u8], program: &Program) -> Change {
-        program.apply(
-            step,
-            &mut self.phase,
-            &mut self.fence,
-            self.attempts,
-            &mut self.flights,
-            serving,
-        )
+        program.apply(step, &mut self.core, serving)
     }
 
     /// Feed the answer from slot `m` to the machine (clock reading `now`).
     pub fn answer(
         &mut self,
         cfg: &LockConfig,
-        m: usize,
-        answer: Answer,
+        (m, answer): (usize, Answer),
         now: Millis,
         serving: &[u8],
         program: &Program,
     ) -> Change {
-        self.flights[m] = None;
-        let step = self.machine.on_answer(cfg, m, answer, now);
-        self.apply(step, serving, program)
+        program.answer(&mut self.core, cfg, (m, answer), now, serving)
     }
 }

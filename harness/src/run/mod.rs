@@ -425,7 +425,7 @@ impl Run {
                     outcome: outcome.clone(),
                 });
                 self.line(client_name(c), format!("acquire failed: {outcome}"), None);
-                if self.clients[c].phase == Phase::Done {
+                if self.clients[c].core.phase == Phase::Done {
                     self.record(Event::Done { client: c });
                 }
             }
@@ -457,14 +457,7 @@ impl Run {
                 let cl = &mut self.clients[c];
                 let s = self
                     .program
-                    .acquire(
-                        &mut cl.phase,
-                        &mut cl.attempts,
-                        &mut cl.machine,
-                        &self.cfg,
-                        now,
-                        &token,
-                    )
+                    .acquire(&mut cl.core, &self.cfg, now, &token)
                     .ok_or_else(|| inapplicable(step, action, "the client is not idle"))?;
                 let change = cl.apply(s, &serving, &self.program);
                 self.record(Event::AcquireStart {
@@ -483,7 +476,7 @@ impl Run {
             }
             Action::Receive(c, m) => {
                 let (c, m) = (c as usize, m as usize);
-                let f = self.clients[c].flights[m]
+                let f = self.clients[c].core.flights[m]
                     .clone()
                     .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
                 let reply = f
@@ -507,13 +500,13 @@ impl Run {
                 );
                 let now = self.clock(c);
                 let change =
-                    self.clients[c].answer(&self.cfg, m, Ok(reply), now, &serving, &self.program);
+                    self.clients[c].answer(&self.cfg, (m, Ok(reply)), now, &serving, &self.program);
                 self.changed(c, change);
             }
             Action::Renew(c) => {
                 let c = c as usize;
                 let now = self.clock(c);
-                let s = self.clients[c].machine.renew(&self.cfg, now);
+                let s = self.clients[c].core.machine.renew(&self.cfg, now);
                 let change = self.clients[c].apply(s, &serving, &self.program);
                 self.line(client_name(c), "watchdog renews".into(), None);
                 self.changed(c, change);
@@ -544,7 +537,7 @@ impl Run {
             | Action::ClientClockJump(_) => self.strike(step, action, &serving).await?,
             Action::LoseReply(c, m) => {
                 let (c, m) = (c as usize, m as usize);
-                let reply = self.clients[c].flights[m]
+                let reply = self.clients[c].core.flights[m]
                     .as_ref()
                     .and_then(|f| f.held.clone())
                     .ok_or_else(|| inapplicable(step, action, "no executed command's reply"))?;
@@ -679,7 +672,7 @@ impl Run {
     /// went with its connections.
     fn drop_strays_to(&mut self, n: usize) {
         for c in &mut self.clients {
-            c.strays.retain(|st| usize::from(st.flight.node) != n);
+            c.core.strays.retain(|st| usize::from(st.flight.node) != n);
         }
     }
 
@@ -722,7 +715,7 @@ impl Run {
         m: usize,
     ) -> Result<(), RunError> {
         let serving = self.serving(Some(c));
-        let f = self.clients[c].flights[m]
+        let f = self.clients[c].core.flights[m]
             .clone()
             .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
         if let Some(reply) = &f.held {
@@ -754,13 +747,13 @@ impl Run {
                 ),
                 None,
             );
-            self.clients[c].strays.push(Stray {
+            self.clients[c].core.strays.push(Stray {
                 slot: u8::try_from(m).expect("master slots fit a u8"),
                 flight: f.clone(),
             });
             let now = self.clock(c);
             let change =
-                self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+                self.clients[c].answer(&self.cfg, (m, Err(NoAnswer)), now, &serving, &self.program);
             self.changed(c, change);
             return Ok(());
         }
@@ -780,7 +773,7 @@ impl Run {
             );
             let now = self.clock(c);
             let change =
-                self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+                self.clients[c].answer(&self.cfg, (m, Err(NoAnswer)), now, &serving, &self.program);
             self.changed(c, change);
             return Ok(());
         }
@@ -832,21 +825,21 @@ impl Run {
         }
         let shown = reply.or(error.map(|e| format!("no answer: {e}")));
         self.line(client_name(c), event, shown);
-        if self.clients[c].phase == Phase::Crashed {
+        if self.clients[c].core.phase == Phase::Crashed {
             // The sender is gone: nobody reads the reply.
-            self.clients[c].flights[m] = None;
+            self.clients[c].core.flights[m] = None;
             return Ok(());
         }
         let answer = answer.map_err(|_| NoAnswer);
         if let (Action::Deliver(..), Ok(reply)) = (action, &answer) {
             // The reply's own leg: the client reads it at the reply step.
-            if let Some(fl) = self.clients[c].flights[m].as_mut() {
+            if let Some(fl) = self.clients[c].core.flights[m].as_mut() {
                 fl.held = Some(reply.clone());
             }
             return Ok(());
         }
         let now = self.clock(c);
-        let change = self.clients[c].answer(&self.cfg, m, answer, now, &serving, &self.program);
+        let change = self.clients[c].answer(&self.cfg, (m, answer), now, &serving, &self.program);
         self.changed(c, change);
         Ok(())
     }
@@ -862,10 +855,10 @@ impl Run {
         c: usize,
         k: usize,
     ) -> Result<(), RunError> {
-        if k >= self.clients[c].strays.len() {
+        if k >= self.clients[c].core.strays.len() {
             return Err(inapplicable(step, action, "no request given up on"));
         }
-        let st = self.clients[c].strays.remove(k);
+        let st = self.clients[c].core.strays.remove(k);
         let (m, node) = (usize::from(st.slot), usize::from(st.flight.node));
         let command = Command::clone(&st.flight.command);
         let custom = self.is_custom(&command);
@@ -929,7 +922,7 @@ impl Run {
         let serving = self.serving(Some(c));
         let now = self.clock(c);
         let change =
-            self.clients[c].answer(&self.cfg, m, Err(NoAnswer), now, &serving, &self.program);
+            self.clients[c].answer(&self.cfg, (m, Err(NoAnswer)), now, &serving, &self.program);
         self.changed(c, change);
     }
 
@@ -937,6 +930,7 @@ impl Run {
     /// (asked of a copy, before the client itself sees the reply).
     fn wins_with(&self, c: usize, m: usize, reply: &Reply) -> bool {
         self.clients[c]
+            .core
             .machine
             .acquires_with(&self.cfg, m, reply, self.clock(c))
     }
@@ -1085,7 +1079,7 @@ impl Run {
 
     /// A step of the critical-section program: read or write the stock, release, re-enter.
     fn program_step(&mut self, step: usize, action: Action, c: usize) -> Result<(), RunError> {
-        let due = match self.clients[c].phase {
+        let due = match self.clients[c].core.phase {
             Phase::Critical { pc, .. } => self.program.op(pc),
             _ => None,
         };
@@ -1096,13 +1090,13 @@ impl Run {
                 "the client is not in its critical section",
             ));
         }
-        let fence = self.clients[c].fence;
+        let fence = self.clients[c].core.fence;
         let serving = self.serving(Some(c));
         match action {
             Action::Read(_) => {
                 let read = self.stock.read(fence);
                 self.program
-                    .on_read(&mut self.clients[c].phase, read)
+                    .on_read(&mut self.clients[c].core.phase, read)
                     .ok_or_else(|| inapplicable(step, action, "no read is due"))?;
                 match read {
                     Ok(v) => {
@@ -1131,7 +1125,7 @@ impl Run {
             Action::Write(_) => {
                 let value = self
                     .program
-                    .on_write(&mut self.clients[c].phase)
+                    .on_write(&mut self.clients[c].core.phase)
                     .ok_or_else(|| {
                         inapplicable(step, action, "the client has not read the stock")
                     })?;
@@ -1169,7 +1163,7 @@ impl Run {
                 let cl = &mut self.clients[c];
                 let s = self
                     .program
-                    .request(&mut cl.phase, &mut cl.machine, &self.cfg, now, || token)
+                    .request(&mut cl.core, &self.cfg, now, || token)
                     .ok_or_else(|| inapplicable(step, action, "no release or re-entry is due"))?;
                 let change = self.clients[c].apply(s, &serving, &self.program);
                 self.changed(c, change);
