@@ -16,6 +16,7 @@ pub mod call;
 pub mod cause;
 pub mod client;
 pub mod forget;
+pub mod ids;
 pub mod lua;
 pub mod model;
 pub mod partial_order;
