@@ -419,20 +419,16 @@ pub fn fix(design: DesignId, property: Property, culprit: Culprit, fencing: Fenc
 
 /// The fix for the property a trace breaks (design, fencing and culprit read from it).
 pub fn for_trace(trace: &Trace) -> Option<Fix> {
-    let design: DesignId = trace.scenario.get("design")?.as_str()?.parse().ok()?;
+    let design = trace.scenario.design;
     if design == Custom {
         if let Some(fix) = custom::for_trace(trace) {
             return Some(fix);
         }
     }
-    let fencing = match trace.scenario.get("fencing").and_then(|f| f.as_str()) {
-        Some("all") => Fencing::All,
-        Some("writes") => Fencing::Writes,
-        _ => Fencing::Off,
-    };
-    let property = trace.property().ok()?;
+    let fencing = trace.scenario.fencing;
+    let property = trace.property;
     let culprit = Culprit::of(trace);
-    let watchdog = trace.scenario.get("watchdog").and_then(|w| w.as_bool());
+    let watchdog = trace.scenario.renewal.map(|r| r.watchdog);
     if design.renews() && watchdog == Some(false) && property == MutualExclusion {
         // The design's watchdog is off: no renewal failed, none ran.
         return Some(EXPLICIT_LEASE);
@@ -447,35 +443,28 @@ mod custom {
 
     use locklab::design::custom::StepName;
     use locklab_model::blame::{blame, Blame, Harm};
+    use locklab_model::ids::ClientId;
     use locklab_model::model::LockModel;
     use locklab_model::trace::Trace;
 
     use super::{fix, Culprit, FaultKind, Fix, LEASE_OUTLIVED, RENEWAL_STOPPED};
 
-    fn who(c: usize) -> String {
-        format!("client{}", c + 1)
-    }
-
-    fn whose(victim: Option<usize>) -> String {
-        victim.map_or_else(|| "another client".into(), who)
+    fn whose(victim: Option<ClientId>) -> String {
+        victim.map_or_else(|| "another client".into(), |c| c.to_string())
     }
 
     /// Where the blamed request ran, as a sentence's opening.
     fn at(b: &Blame) -> String {
         format!(
-            "At step {}, {}'s `{}` step ({}) ran on node{}",
-            b.step,
-            who(b.client),
-            b.name,
-            b.command,
-            b.node + 1
+            "At step {}, {}'s `{}` step ({}) ran on {}",
+            b.step, b.client, b.name, b.command, b.node
         )
     }
 
     pub(super) fn for_trace(trace: &Trace) -> Option<Fix> {
-        let scenario = trace.scenario().ok()?;
-        let model = LockModel::new(&scenario);
-        let property = trace.property().ok()?;
+        let scenario = &trace.scenario;
+        let model = LockModel::new(scenario);
+        let property = trace.property;
         let b = blame(&model, &trace.actions, property)?;
         let step = b.name;
         let reentrant = model.cfg.reentrant();
@@ -561,7 +550,7 @@ mod custom {
                     "{} and deleted the key while {} was still inside{inner}. {} and found no \
                      entry, so a second client got in.{lesson}",
                     at(by),
-                    who(by.client),
+                    by.client,
                     at(&b)
                 );
                 (remedy, why)

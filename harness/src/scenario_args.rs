@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use locklab_model::model::LockModel;
-use locklab_model::scenario::{load_paths, Property, Scenario, ScenarioError, DEFAULT_DIR};
+use locklab_model::scenario::{load_paths, Scenario, ScenarioError, DEFAULT_DIR};
 use locklab_model::search::replay as model_replay;
 use locklab_model::trace::{self, Trace};
 
@@ -56,19 +56,17 @@ pub fn is_trace(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "json")
 }
 
-/// A counterexample trace as `check` writes it, read back: the trace, its embedded
-/// scenario and the property it breaks. A file that does not decode, or whose steps do
-/// not apply to its scenario, is bad input naming the file.
-pub fn load_trace(path: &Path) -> Result<(Trace, Scenario, Property), Failure> {
-    let bad = |e: &dyn std::fmt::Display| Failure::BadInput(format!("{}: {e}", path.display()));
+/// A counterexample trace as `check` writes it, read back with its embedded scenario
+/// and the property it breaks. A file that does not decode (its scenario included), or
+/// whose steps do not apply to its scenario, is bad input naming the file.
+pub fn load_trace(path: &Path) -> Result<Trace, Failure> {
     let trace = trace::load(path).map_err(|e| Failure::BadInput(e.to_string()))?;
-    let scenario = trace.scenario().map_err(|e| bad(&e))?;
-    let property = trace.property().map_err(|e| bad(&e))?;
-    if model_replay(&LockModel::new(&scenario), &trace.actions).is_none() {
-        return Err(bad(&format_args!(
-            "actions: the steps do not apply to the embedded scenario {}",
-            scenario.name
+    if model_replay(&LockModel::new(&trace.scenario), &trace.actions).is_none() {
+        return Err(Failure::BadInput(format!(
+            "{}: actions: the steps do not apply to the embedded scenario {}",
+            path.display(),
+            trace.scenario.name
         )));
     }
-    Ok((trace, scenario, property))
+    Ok(trace)
 }

@@ -7,6 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
+use locklab_model::ids::{Actor, ClientId};
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::replay;
@@ -177,10 +178,10 @@ fn traces_load_decode_and_replay_to_the_violation() {
             .join("reports/traces")
             .join(format!("{name}.{property}.json"));
         let t = trace::load(&path).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(t.property().unwrap(), property);
-        assert_eq!(t.scenario_name(), name);
+        assert_eq!(t.property, property);
+        assert_eq!(t.scenario.name, name);
         // The embedded scenario is the file's.
-        let embedded = t.scenario().unwrap();
+        let embedded = t.scenario.clone();
         let mut scenario = Scenario::load(file).unwrap();
         scenario.path = embedded.path.clone();
         assert_eq!(embedded, scenario);
@@ -195,7 +196,7 @@ fn traces_load_decode_and_replay_to_the_violation() {
             .iter()
             .all(|s| model.holds(property, s)));
         let last_step = t.steps.last().unwrap();
-        assert!(last_step.broken.contains(&property.to_string()));
+        assert!(last_step.broken.contains(&property));
         for (k, step) in t.steps.iter().enumerate() {
             assert_eq!(step.step, k + 1);
             assert_eq!(step.action, actions[k].to_string());
@@ -204,7 +205,7 @@ fn traces_load_decode_and_replay_to_the_violation() {
         // A command and a reply are recorded for executed requests.
         let delivered = deliveries(&t).next().unwrap();
         assert!(delivered.command.is_some() && delivered.reply.is_some());
-        assert!(delivered.actor.starts_with("node"));
+        assert!(matches!(delivered.actor, Actor::Node(_)));
     }
     // naive-setnx: SETNX, executed with reply 1, then the holder crashes.
     let t = trace::load(dir.join("reports/traces/crash.no_orphaned_lock.json")).unwrap();
@@ -215,10 +216,10 @@ fn traces_load_decode_and_replay_to_the_violation() {
         .unwrap()
         .starts_with("SETNX lock t"));
     assert_eq!(acquire.reply.as_deref(), Some("(integer) 1"));
-    assert_eq!(t.steps.last().unwrap().actor, "nemesis");
+    assert_eq!(t.steps.last().unwrap().actor, Actor::Nemesis);
     let key = t.steps.last().unwrap().after.keys[0].as_ref().unwrap();
     assert_eq!(key.ttl, None);
-    assert_eq!(key.owner.as_deref(), Some("client1"));
+    assert_eq!(key.owner, Some(ClientId::at(0)));
 }
 
 #[test]

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use locklab::design::custom::StepName;
 use locklab::Command;
 
+use crate::ids::{ClientId, NodeId};
 use crate::model::{Action, LockModel};
 use crate::run_fault::step_of;
 use crate::scenario::Property;
@@ -29,10 +30,10 @@ use crate::state::State;
 pub struct Blame {
     /// The trace step (from 1) at which the request ran.
     pub step: usize,
-    /// The client that sent it (from 0).
-    pub client: usize,
-    /// The physical node that ran it (from 0).
-    pub node: usize,
+    /// The client that sent it.
+    pub client: ClientId,
+    /// The physical node that ran it.
+    pub node: NodeId,
     /// The lock's step that sent it.
     pub name: StepName,
     /// The command, as redis-cli would type it (a script as `EVAL <name> ...`).
@@ -44,13 +45,13 @@ pub struct Blame {
 /// What the blamed request did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Harm {
-    /// It deleted (`deleted`) or rewrote the entry of another client (from 0).
+    /// It deleted (`deleted`) or rewrote the entry of another client.
     Displaced {
-        victim: Option<usize>,
+        victim: Option<ClientId>,
         deleted: bool,
     },
     /// It granted the lock while another client's entry was on the node.
-    GrantedOverLive { holder: Option<usize> },
+    GrantedOverLive { holder: Option<ClientId> },
     /// It granted the lock on a node from which a step had deleted the first holder's
     /// entry while that holder was still inside: `by` is that step's request (its
     /// `harm` is this same kind, with `by` empty).
@@ -100,8 +101,8 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
         let (name, _) = step_of(lock, &model.cfg, &command)?;
         Some(Blame {
             step: i + 1,
-            client,
-            node,
+            client: ClientId::at(client),
+            node: NodeId::at(node),
             name,
             command: command.to_string(),
             harm,
@@ -113,7 +114,7 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
                 return None;
             }
             let (_, _, node) = delivered(i)?;
-            let victim = entry_owner(&states[i], node).flatten().map(usize::from);
+            let victim = entry_owner(&states[i], node).flatten().map(ClientId::from);
             let deleted = entry_owner(&states[i + 1], node).is_none();
             named(i, Harm::Displaced { victim, deleted })
         }),
@@ -144,7 +145,7 @@ pub fn blame(model: &LockModel, actions: &[Action], property: Property) -> Optio
                 let lost = Harm::GrantedAfterLoss { paused };
                 let harm = match entry_owner(&states[i], node) {
                     Some(owner) if owner != u8::try_from(c).ok() => Harm::GrantedOverLive {
-                        holder: owner.map(usize::from),
+                        holder: owner.map(ClientId::from),
                     },
                     Some(_) => lost,
                     None => {

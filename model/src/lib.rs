@@ -18,6 +18,7 @@ pub mod cause;
 pub mod client;
 pub mod fault;
 pub mod forget;
+pub mod ids;
 pub mod lua;
 pub mod model;
 pub mod partial_order;

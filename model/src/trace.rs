@@ -30,6 +30,11 @@
 //! with whom a client fault struck in this trace (`holder`, `acquiring`, `waiting`,
 //! `finished`), and under `undecided` those a bounded search could not decide.
 //!
+//! The fields are typed: `scenario` is the [`Scenario`] (its keys written sorted, read
+//! back through the scenario file's parser and checks), `property` and `broken` are
+//! [`Property`] values, and the names of clients, nodes, master slots and actors are the
+//! ids of [`crate::ids`], written as `client1`, `node1`, `master1`, `clock`, `nemesis`.
+//!
 //! Each entry of `actions` is [`Action`] as serde derives it (adjacently tagged): `kind`
 //! is the variant's name and `args` its fields in declaration order, a single number for
 //! a one-field variant, an array for two, absent for `Tick`. Indexes are the model's,
@@ -51,14 +56,15 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::Value as Json;
 use stateright::Model;
 
 use crate::cause::Cause;
+use crate::ids::{Actor, ClientId, MasterId, NodeId};
 use crate::model::{Action, LockModel, Op};
 use crate::redis::Value;
-use crate::scenario::{Property, Scenario, ScenarioError};
+use crate::scenario::{Property, Scenario};
 use crate::state::{Phase, State};
 
 /// Why a trace could not be read or used.
@@ -71,7 +77,8 @@ pub enum TraceError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is not a trace (bad JSON or missing fields).
+    /// The file is not a trace: bad JSON, a missing or mistyped field, an embedded
+    /// scenario the scenario parser refuses (`scenario: key ...`).
     #[error("{path}: not a locklab trace: {source}")]
     Json {
         path: PathBuf,
@@ -85,18 +92,6 @@ pub enum TraceError {
         actions: usize,
         steps: usize,
     },
-    /// The `property` field names no property.
-    #[error("property: {0}")]
-    Property(String),
-    /// The embedded scenario is not a valid scenario.
-    #[error("embedded scenario: {0}")]
-    Scenario(String),
-}
-
-impl From<ScenarioError> for TraceError {
-    fn from(e: ScenarioError) -> Self {
-        TraceError::Scenario(e.to_string())
-    }
 }
 
 /// The lock key as stored on one node.
@@ -106,7 +101,7 @@ pub struct KeyState {
     /// to counts (reentrant design), for a list an array.
     pub value: Json,
     /// Ghost state: the client whose command last wrote the entry (`"client1"`).
-    pub owner: Option<String>,
+    pub owner: Option<ClientId>,
     /// Remaining time to live on the node's clock (`expires_at − node clock`), or null
     /// when the key has no expiry.
     pub ttl: Option<i64>,
@@ -125,7 +120,7 @@ pub struct Snapshot {
     pub keys: Vec<Option<KeyState>>,
     /// Nodes that are down (`"node1"`), if any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub down: Vec<String>,
+    pub down: Vec<NodeId>,
     /// The protected stock counter.
     pub stock: i64,
     /// Accesses the fenced store rejected so far (stale token).
@@ -140,9 +135,9 @@ pub struct Snapshot {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sent {
     /// The master slot (`"master1"`).
-    pub master: String,
+    pub master: MasterId,
     /// The physical node serving it (`"node1"`).
-    pub node: String,
+    pub node: NodeId,
     /// The command, as redis-cli would type it.
     pub command: String,
 }
@@ -160,7 +155,7 @@ pub struct TraceStep {
     pub action: String,
     /// Who took the step: `"client1"`, `"node2"` (a request executed, a replica catching
     /// up), `"clock"` (a tick) or `"nemesis"` (a fault, a resume, a heal).
-    pub actor: String,
+    pub actor: Actor,
     /// The command the step executed (Deliver), answered (Receive, Timeout) or sent
     /// (Acquire, Release, Renew, Reenter); commands sent to several masters are listed
     /// once when equal, otherwise joined by `"; "`.
@@ -182,16 +177,18 @@ pub struct TraceStep {
     #[serde(flatten)]
     pub after: Snapshot,
     /// Properties that held before the step and not after it.
-    pub broken: Vec<String>,
+    pub broken: Vec<Property>,
 }
 
 /// A counterexample, ready to be written as JSON.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Trace {
-    /// The scenario, with the keys of its file (plus `path`).
-    pub scenario: Json,
+    /// The scenario, with the keys of its file (plus `path`); read back through the
+    /// scenario parser, so a trace holds a valid scenario or does not load.
+    #[serde(serialize_with = "sorted_keys", deserialize_with = "decode_scenario")]
+    pub scenario: Scenario,
     /// The property the trace breaks (`"mutual_exclusion"`).
-    pub property: String,
+    pub property: Property,
     /// The state before the first step.
     pub initial: Snapshot,
     /// One entry per step.
@@ -217,12 +214,17 @@ fn decode_actions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Action>,
         .collect()
 }
 
-fn client_name(c: usize) -> String {
-    format!("client{}", c + 1)
+/// The scenario with every object's keys sorted, as a JSON value writes them: the
+/// field order every trace was written in.
+fn sorted_keys<S: Serializer>(scenario: &Scenario, serializer: S) -> Result<S::Ok, S::Error> {
+    serde_json::to_value(scenario)
+        .map_err(serde::ser::Error::custom)?
+        .serialize(serializer)
 }
 
-fn node_name(n: usize) -> String {
-    format!("node{}", n + 1)
+/// `scenario`, its error prefixed with the field as `actions`' are.
+fn decode_scenario<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Scenario, D::Error> {
+    Scenario::deserialize(d).map_err(|e| serde::de::Error::custom(format_args!("scenario: {e}")))
 }
 
 fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
@@ -249,7 +251,7 @@ fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
     };
     Some(KeyState {
         value,
-        owner: e.owner.map(|o| client_name(o as usize)),
+        owner: e.owner.map(ClientId::from),
         ttl: e.expires_at.map(|at| at - model.node_clock(s, n)),
     })
 }
@@ -306,7 +308,7 @@ pub fn snapshot(model: &LockModel, s: &State) -> Snapshot {
         keys: (0..s.nodes.len()).map(|n| key_state(model, s, n)).collect(),
         down: (0..s.nodes.len())
             .filter(|&n| !s.nodes[n].alive)
-            .map(node_name)
+            .map(NodeId::at)
             .collect(),
         stock: s.stock.value,
         rejected: s.stock.rejected,
@@ -317,18 +319,18 @@ pub fn snapshot(model: &LockModel, s: &State) -> Snapshot {
 }
 
 /// Who takes `action` in state `before`.
-fn actor(action: Action, before: &State) -> String {
+fn actor(action: Action, before: &State) -> Actor {
     use Action::*;
     match action {
-        Tick => "clock".to_string(),
-        Replicate(n) => node_name(n as usize),
+        Tick => Actor::Clock,
+        Replicate(n) => Actor::Node(n.into()),
         Deliver(c, m) => match &before.clients[c as usize].core.flights[m as usize] {
-            Some(f) => node_name(f.node as usize),
-            None => client_name(c as usize),
+            Some(f) => Actor::Node(f.node.into()),
+            None => Actor::Client(c.into()),
         },
         DeliverLate(c, k) => match before.clients[c as usize].core.strays.get(k as usize) {
-            Some(st) => node_name(st.flight.node as usize),
-            None => client_name(c as usize),
+            Some(st) => Actor::Node(st.flight.node.into()),
+            None => Actor::Client(c.into()),
         },
         Acquire(c)
         | Receive(c, _)
@@ -337,12 +339,12 @@ fn actor(action: Action, before: &State) -> String {
         | Read(c)
         | Write(c)
         | Release(c)
-        | Reenter(c) => client_name(c as usize),
+        | Reenter(c) => Actor::Client(c.into()),
         Pause(_) | Resume(_) | Crash(_) | Failover(..) | Restart(_) | Partition(..) | Heal(..)
         | NodeClockJump(_) | ClientClockJump(_) | LoseReply(..) | SplitBrain(..) | NodeDrift(_) => {
-            "nemesis".to_string()
+            Actor::Nemesis
         }
-        Redirect(c, _) => client_name(c as usize),
+        Redirect(c, _) => Actor::Client(c.into()),
     }
 }
 
@@ -377,8 +379,8 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
                 b.core.flights.get(m).and_then(Option::as_ref) != Some(f)
             };
             is_new.then(|| Sent {
-                master: format!("master{}", m + 1),
-                node: node_name(f.node as usize),
+                master: MasterId::at(m),
+                node: f.node.into(),
                 command: f.command.to_string(),
             })
         })
@@ -443,11 +445,10 @@ fn join_commands(sent: &[Sent]) -> Option<String> {
     }
 }
 
-fn broken(model: &LockModel, before: &State, after: &State) -> Vec<String> {
+fn broken(model: &LockModel, before: &State, after: &State) -> Vec<Property> {
     Property::ALL
         .into_iter()
         .filter(|&p| model.holds(p, before) && !model.holds(p, after))
-        .map(|p| p.as_str().to_string())
         .collect()
 }
 
@@ -519,8 +520,8 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
         state = next;
     }
     Trace {
-        scenario: serde_json::to_value(&model.scenario).expect("a scenario serializes"),
-        property: property.as_str().to_string(),
+        scenario: model.scenario.clone(),
+        property,
         initial,
         steps,
         actions: applied,
@@ -528,8 +529,9 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
     }
 }
 
-/// Reads a trace written by [`Trace::to_json_pretty`]; its `property` is checked to
-/// decode and `actions` to have one entry per step.
+/// Reads a trace written by [`Trace::to_json_pretty`]: every field decodes (the
+/// embedded scenario passes the scenario file's checks) and `actions` has one entry per
+/// step.
 pub fn load(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
     let path = path.as_ref();
     let text = fs::read_to_string(path).map_err(|source| TraceError::Io {
@@ -540,7 +542,6 @@ pub fn load(path: impl AsRef<Path>) -> Result<Trace, TraceError> {
         path: path.to_path_buf(),
         source,
     })?;
-    trace.property()?;
     if trace.actions.len() != trace.steps.len() {
         return Err(TraceError::Length {
             path: path.to_path_buf(),
@@ -557,52 +558,20 @@ impl Trace {
         serde_json::to_string_pretty(self).expect("a trace serializes")
     }
 
-    /// The broken property.
-    pub fn property(&self) -> Result<Property, TraceError> {
-        self.property.parse().map_err(TraceError::Property)
-    }
-
-    /// The scenario name (empty when the embedded scenario has none).
-    pub fn scenario_name(&self) -> &str {
-        self.scenario
-            .get("name")
-            .and_then(Json::as_str)
-            .unwrap_or_default()
-    }
-
-    /// The embedded scenario, validated again as if read from its file (so a trace is
-    /// self-contained: replaying it needs no scenario file).
-    pub fn scenario(&self) -> Result<Scenario, TraceError> {
-        let mut value = self.scenario.clone();
-        let path = value
-            .as_object_mut()
-            .and_then(|o| o.remove("path"))
-            .and_then(|p| p.as_str().map(PathBuf::from))
-            .unwrap_or_else(|| PathBuf::from(format!("{}.toml", self.scenario_name())));
-        let text = toml::to_string(&value).map_err(|e| TraceError::Scenario(e.to_string()))?;
-        Ok(Scenario::parse(&text, path)?)
-    }
-
     /// The trace as text for a terminal or a test report: one block per step with the
     /// clock, the command and reply, and the lock key on each node when it changed.
     pub fn narrate(&self) -> String {
         let mut out = String::new();
-        let design = self
-            .scenario
-            .get("design")
-            .and_then(Json::as_str)
-            .unwrap_or("?");
         let _ = writeln!(
             out,
-            "{} violates {} in {} steps (design {design})",
-            self.scenario_name(),
+            "{} violates {} in {} steps (design {})",
+            self.scenario.name,
             self.property,
-            self.steps.len()
+            self.steps.len(),
+            self.scenario.design.as_str()
         );
-        if let Some(summary) = self.scenario.get("summary").and_then(Json::as_str) {
-            if !summary.is_empty() {
-                let _ = writeln!(out, "  {summary}");
-            }
+        if !self.scenario.summary.is_empty() {
+            let _ = writeln!(out, "  {}", self.scenario.summary);
         }
         let _ = writeln!(
             out,
@@ -679,7 +648,8 @@ impl Trace {
                 _ => {}
             }
             if !step.broken.is_empty() {
-                let _ = writeln!(out, "            BROKEN: {}", step.broken.join(", "));
+                let broken: Vec<&str> = step.broken.iter().map(|p| p.as_str()).collect();
+                let _ = writeln!(out, "            BROKEN: {}", broken.join(", "));
                 let _ = writeln!(
                     out,
                     "            clients: {}",
@@ -745,7 +715,7 @@ fn skew(s: &Snapshot) -> String {
 pub fn keys_line(s: &Snapshot) -> String {
     let mut parts = Vec::new();
     for (n, key) in s.keys.iter().enumerate() {
-        let name = node_name(n);
+        let name = NodeId::at(n);
         if s.down.contains(&name) {
             parts.push(format!("{name}: down"));
             continue;
@@ -757,7 +727,7 @@ pub fn keys_line(s: &Snapshot) -> String {
                     Some(t) => format!("ttl {t}"),
                     None => "no expiry".to_string(),
                 };
-                let owner = k.owner.as_deref().unwrap_or("?");
+                let owner = k.owner.map_or_else(|| "?".to_string(), |o| o.to_string());
                 format!("{name}: lock = {} ({owner}, {ttl})", k.value)
             }
         });
@@ -807,7 +777,7 @@ resource_safety = "violated"
         let t = build(&model, Property::MutualExclusion, &path);
         assert_eq!(t.steps.len(), path.len());
         assert_eq!(t.actions, path);
-        let actors: Vec<&str> = t.steps.iter().map(|s| s.actor.as_str()).collect();
+        let actors: Vec<String> = t.steps.iter().map(|s| s.actor.to_string()).collect();
         assert_eq!(
             actors,
             ["client1", "nemesis", "node1", "clock", "nemesis", "client1"]
@@ -822,7 +792,7 @@ resource_safety = "violated"
         assert!(!receive.held);
         assert!(receive.after.clients[0].starts_with("critical section"));
         let key = t.steps[3].after.keys[0].as_ref().unwrap();
-        assert_eq!((key.owner.as_deref(), key.ttl), (Some("client1"), Some(3)));
+        assert_eq!((key.owner, key.ttl), (Some(ClientId::at(0)), Some(3)));
         assert_eq!(key.value, Json::String("t1".into()));
         let text = t.narrate();
         assert!(
@@ -834,7 +804,8 @@ resource_safety = "violated"
         let back: Trace = serde_json::from_str(&t.to_json_pretty()).unwrap();
         assert_eq!(back.actions, path);
         assert_eq!(back.steps, t.steps);
-        assert_eq!(back.scenario().unwrap(), scenario);
+        assert_eq!(back.scenario, scenario);
+        assert_eq!(back.property, Property::MutualExclusion);
 
         // A path that stops applying ends the trace there.
         let t = build(
@@ -969,6 +940,116 @@ resource_safety = "violated"
             err.contains("not a locklab trace: actions[0]: unknown variant `Teleport`"),
             "{err}"
         );
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_trace_reads_back_to_the_same_json() {
+        let scenario = Scenario::parse(PAUSE, "scenarios/pause.toml").unwrap();
+        use Action::*;
+        let path = [
+            Acquire(0),
+            Pause(0),
+            Deliver(0, 0),
+            Tick,
+            Resume(0),
+            Receive(0, 0),
+        ];
+        let t = build(&LockModel::new(&scenario), Property::MutualExclusion, &path);
+        let json = t.to_json_pretty();
+        let back: Trace = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.to_json_pretty(), json);
+        // The typed fields write the names the trace has always had.
+        let value: Json = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["property"], "mutual_exclusion");
+        assert_eq!(value["scenario"]["path"], "scenarios/pause.toml");
+        assert_eq!(value["steps"][0]["actor"], "client1");
+        assert_eq!(value["steps"][0]["sent"][0]["master"], "master1");
+        assert_eq!(value["steps"][0]["sent"][0]["node"], "node1");
+        assert_eq!(value["steps"][2]["actor"], "node1");
+        assert_eq!(value["steps"][2]["keys"][0]["owner"], "client1");
+        let keys: Vec<&String> = value["scenario"].as_object().unwrap().keys().collect();
+        let mut sorted = keys.clone();
+        sorted.sort();
+        assert_eq!(keys, sorted, "the scenario's keys are written sorted");
+    }
+
+    /// The committed gallery's traces (`reports/traces/`) read back into the typed trace
+    /// and write the very bytes they were read from.
+    #[test]
+    fn every_committed_trace_reads_back_byte_for_byte() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../reports/traces");
+        let mut read = 0;
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let t = load(&path).unwrap_or_else(|e| panic!("{e}"));
+            let text = fs::read_to_string(&path).unwrap();
+            assert!(
+                t.to_json_pretty() + "\n" == text,
+                "{}: written back differently",
+                path.display()
+            );
+            read += 1;
+        }
+        assert!(read > 10, "{read} traces in {}", dir.display());
+    }
+
+    #[test]
+    fn load_refuses_a_bad_field_naming_the_file_and_the_field() {
+        use serde_json::json;
+        let dir = std::env::temp_dir().join(format!("locklab-trace-bad-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.json");
+        let t = with_actions(
+            json!([{ "kind": "Acquire", "args": 0 }, { "kind": "Deliver", "args": [0, 0] }]),
+        )
+        .unwrap();
+        let good = serde_json::to_value(&t).unwrap();
+        fs::write(&path, serde_json::to_string_pretty(&good).unwrap()).unwrap();
+        assert!(load(&path).is_ok());
+        let cases = [
+            (
+                "/scenario/timing/ttl",
+                json!(0),
+                "scenario: key `timing.ttl`: must be at least 1 (got 0)",
+            ),
+            (
+                "/scenario/design",
+                json!("setnx-pray"),
+                "scenario: key `design`: ",
+            ),
+            ("/property", json!("liveness"), "unknown variant `liveness`"),
+            (
+                "/steps/0/actor",
+                json!("client0"),
+                "`client0` is not an actor (client1, node1, ..., clock or nemesis)",
+            ),
+            (
+                "/steps/0/sent/0/master",
+                json!("node1"),
+                "`node1` is not a master name (master1, master2, ...)",
+            ),
+            (
+                "/steps/1/keys/0/owner",
+                json!("client-1"),
+                "`client-1` is not a client name (client1, client2, ...)",
+            ),
+        ];
+        for (pointer, value, expected) in cases {
+            let mut bad = good.clone();
+            *bad.pointer_mut(pointer)
+                .unwrap_or_else(|| panic!("{pointer}")) = value;
+            fs::write(&path, serde_json::to_string_pretty(&bad).unwrap()).unwrap();
+            let err = load(&path).unwrap_err().to_string();
+            let prefix = format!("{}: not a locklab trace: ", path.display());
+            assert!(
+                err.starts_with(&prefix) && err.contains(expected),
+                "{pointer}: {err}"
+            );
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -76,15 +76,16 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 /// rebuilt through the model from the trace's actions and embedded scenario, the cause
 /// as the trace records it (computed by `report` and `check --cause`).
 fn explain_trace(path: &Path, only: Option<Property>) -> Result<i32, Failure> {
-    let (stored, scenario, property) = load_trace(path)?;
+    let stored = load_trace(path)?;
+    let (scenario, property) = (&stored.scenario, stored.property);
     if let Some(asked) = only.filter(|p| *p != property) {
         return Err(Failure::BadInput(format!(
             "{}: a trace of {property}, not of {asked} (--property)",
             path.display()
         )));
     }
-    let mut t = trace::build(&LockModel::new(&scenario), property, &stored.actions);
-    t.cause = stored.cause;
+    let mut t = trace::build(&LockModel::new(scenario), property, &stored.actions);
+    t.cause = stored.cause.clone();
     print!("{}", lesson(&t));
     println!("  (expected: {})", scenario.expect.get(property));
     if t.cause.is_none() {

@@ -11,6 +11,7 @@ use std::hash::{Hash, Hasher};
 use std::net::TcpListener;
 use std::sync::Arc;
 
+use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::Property;
 use locklab_model::state::State;
@@ -60,10 +61,10 @@ impl fmt::Debug for Shown {
             } else {
                 String::new()
             };
-            writeln!(f, "client{}: {what}{skew}", i + 1)?;
+            writeln!(f, "{}: {what}{skew}", ClientId::at(i))?;
         }
         for (n, key) in snap.keys.iter().enumerate() {
-            let name = format!("node{}", n + 1);
+            let name = NodeId::at(n);
             let text = if snap.down.contains(&name) {
                 "down".to_string()
             } else {

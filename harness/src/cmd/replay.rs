@@ -110,16 +110,15 @@ impl Outcome {
 
 /// The properties a trace's steps broke, in report order.
 fn model_violations(trace: &Trace) -> Vec<String> {
-    let broken: BTreeSet<&str> = trace
+    let broken: BTreeSet<Property> = trace
         .steps
         .iter()
-        .flat_map(|s| s.broken.iter().map(String::as_str))
+        .flat_map(|s| s.broken.iter().copied())
         .collect();
     Property::ALL
-        .iter()
-        .map(|p| p.as_str())
+        .into_iter()
         .filter(|p| broken.contains(p))
-        .map(str::to_string)
+        .map(|p| p.as_str().to_string())
         .collect()
 }
 
@@ -127,7 +126,7 @@ fn model_violations(trace: &Trace) -> Vec<String> {
 /// have changed since `check` wrote it).
 fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
     let model = LockModel::new(scenario);
-    trace.scenario_name() == scenario.name
+    trace.scenario.name == scenario.name
         && model_replay(&model, &trace.actions)
             .and_then(|states| states.last().cloned())
             .is_some_and(|last| !model.holds(property, &last))
@@ -198,10 +197,10 @@ fn jobs_for_scenario(scenario: &Scenario, reports: &Path) -> Result<Vec<Job>, Fa
 fn jobs(args: &ReplayArgs) -> Result<Vec<Job>, Failure> {
     let target = PathBuf::from(&args.target);
     if is_trace(&target) {
-        let (trace, scenario, property) = load_trace(&target)?;
+        let trace = load_trace(&target)?;
         return Ok(vec![Job {
-            scenario,
-            property,
+            scenario: trace.scenario.clone(),
+            property: trace.property,
             trace,
             path: target,
         }]);

@@ -22,6 +22,7 @@ use locklab_harness::run::history::{Entry, Event};
 use locklab_harness::run::RunError;
 use locklab_harness::soak::adapter::AdapterCommand;
 use locklab_harness::soak::{self, SoakFault, SoakOptions, SoakOutcome};
+use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::model::LockModel;
 use locklab_model::scenario::{Expectation, Property, Scenario};
 use locklab_model::search::{search, SearchOptions};
@@ -147,7 +148,7 @@ impl Expected<'_> {
 }
 
 fn client(c: usize) -> String {
-    format!("client{}", c + 1)
+    ClientId::at(c).to_string()
 }
 
 /// One history entry as a timeline line: who, what. `None` for entries not shown.
@@ -200,7 +201,7 @@ fn describe(e: &Entry) -> Option<(String, String)> {
             owner,
             pttl_ms,
         } => (
-            format!("node{}", node + 1),
+            NodeId::at(*node).to_string(),
             format!(
                 "lock key of {}, PTTL {pttl_ms} ms",
                 owner.map(client).unwrap_or_else(|| "nobody known".into())

@@ -180,7 +180,7 @@ pub fn page(o: &ScenarioOutcome, reports: &Path) -> Result<Page, Failure> {
         let broke_at = trace
             .steps
             .iter()
-            .find(|s| s.broken.iter().any(|b| b == property))
+            .find(|s| s.broken.contains(&p.property))
             .map_or(*steps, |s| s.step);
         counterexamples.push(Counterexample {
             property: p.property,

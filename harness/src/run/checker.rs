@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use locklab::DesignId;
+use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::scenario::Property;
 
 use super::history::{Event, History};
@@ -54,10 +55,6 @@ impl Verdicts {
             .map(|v| v.property.as_str().to_string())
             .collect()
     }
-}
-
-fn name(c: usize) -> String {
-    format!("client{}", c + 1)
 }
 
 /// Judge `history`.
@@ -101,8 +98,8 @@ pub fn check(history: &History) -> Verdicts {
                         ms,
                         format!(
                             "{} entered its critical section while {} was still in its own",
-                            name(*client),
-                            name(*other)
+                            ClientId::at(*client),
+                            ClientId::at(*other)
                         ),
                     );
                 }
@@ -116,11 +113,11 @@ pub fn check(history: &History) -> Verdicts {
                     Property::OwnerOnlyRelease,
                     ms,
                     format!(
-                        "{} deleted or overwrote the lock entry of {} on node{} while {} held it",
-                        name(*by),
-                        name(*owner),
-                        node + 1,
-                        name(*owner)
+                        "{} deleted or overwrote the lock entry of {} on {} while {} held it",
+                        ClientId::at(*by),
+                        ClientId::at(*owner),
+                        NodeId::at(*node),
+                        ClientId::at(*owner)
                     ),
                 );
             }
@@ -132,17 +129,19 @@ pub fn check(history: &History) -> Verdicts {
                 && history.design != DesignId::GetsetTimestamp =>
             {
                 let whose = match owner {
-                    Some(o) if crashed.contains(o) => format!("the lock of crashed {}", name(*o)),
+                    Some(o) if crashed.contains(o) => {
+                        format!("the lock of crashed {}", ClientId::at(*o))
+                    }
                     Some(o) => format!(
                         "the lock of {}, which no longer believes it holds it,",
-                        name(*o)
+                        ClientId::at(*o)
                     ),
                     None => "a lock nobody wrote".to_string(),
                 };
                 report(
                     Property::NoOrphanedLock,
                     ms,
-                    format!("node{} holds {whose} with no expiry", node + 1),
+                    format!("{} holds {whose} with no expiry", NodeId::at(*node)),
                 );
             }
             Event::StockWrite {
@@ -161,7 +160,7 @@ pub fn check(history: &History) -> Verdicts {
                         ms,
                         format!(
                             "a rejected write of {} changed the stock to {after}",
-                            name(*client)
+                            ClientId::at(*client)
                         ),
                     );
                 }
@@ -174,7 +173,7 @@ pub fn check(history: &History) -> Verdicts {
                             "lost update: stock is {stock} after {accepted} purchases from {} \
                              (expected {expected}); {} wrote it",
                             history.initial_stock,
-                            name(*client)
+                            ClientId::at(*client)
                         ),
                     );
                 }

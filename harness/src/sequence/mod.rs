@@ -11,7 +11,9 @@ pub mod text;
 
 use std::collections::HashMap;
 
+use locklab_model::ids::{Actor, ClientId, MasterId, NodeId};
 use locklab_model::model::Action;
+use locklab_model::scenario::Property;
 use locklab_model::trace::{KeyState, Snapshot, Trace, TraceStep};
 use serde_json::Value as Json;
 
@@ -74,8 +76,8 @@ pub struct Row {
 pub struct Sequence {
     /// `lua-release-pause`.
     pub scenario: String,
-    /// `mutual_exclusion`.
-    pub property: String,
+    /// The property the trace breaks.
+    pub property: Property,
     /// Clients first, then nodes.
     pub lanes: Vec<Lane>,
     pub clients: usize,
@@ -95,15 +97,12 @@ impl Sequence {
     }
 }
 
-fn number(name: &str, prefix: &str) -> Option<usize> {
-    name.strip_prefix(prefix)?
-        .parse::<usize>()
-        .ok()?
-        .checked_sub(1)
-}
-
-fn scenario_u64(trace: &Trace, table: &str, key: &str) -> Option<u64> {
-    trace.scenario.get(table)?.get(key)?.as_u64()
+/// The node that executed a delivery (its step's actor).
+fn node_of(actor: Actor) -> usize {
+    match actor {
+        Actor::Node(n) => n.index(),
+        Actor::Client(_) | Actor::Clock | Actor::Nemesis => 0,
+    }
 }
 
 /// The lock key as a short cell: `t1 client1 ttl 3`, `{t1:1 2} client1 no ttl`.
@@ -119,7 +118,7 @@ pub fn key_text(key: Option<&KeyState>) -> String {
         }
         other => other.to_string(),
     };
-    let owner = k.owner.as_deref().unwrap_or("?");
+    let owner = k.owner.map_or_else(|| "?".to_string(), |o| o.to_string());
     let ttl = match k.ttl {
         Some(t) => format!("ttl {t}"),
         None => "no ttl".to_string(),
@@ -132,7 +131,7 @@ fn keys_of(s: &Snapshot) -> Vec<String> {
         .iter()
         .enumerate()
         .map(|(n, k)| {
-            if s.down.contains(&format!("node{}", n + 1)) {
+            if s.down.contains(&NodeId::at(n)) {
                 "down".to_string()
             } else {
                 key_text(k.as_ref())
@@ -146,12 +145,12 @@ fn skew_of(s: &Snapshot) -> Vec<String> {
         .client_clocks
         .iter()
         .enumerate()
-        .map(|(i, &c)| (format!("client{}", i + 1), c));
+        .map(|(i, &c)| (ClientId::at(i).to_string(), c));
     let nodes = s
         .node_clocks
         .iter()
         .enumerate()
-        .map(|(i, &c)| (format!("node{}", i + 1), c));
+        .map(|(i, &c)| (NodeId::at(i).to_string(), c));
     clients
         .chain(nodes)
         .filter(|(_, c)| *c != s.clock)
@@ -173,23 +172,22 @@ fn paused_of(s: &Snapshot) -> Vec<usize> {
 pub fn build(trace: &Trace) -> Sequence {
     let clients = trace.initial.client_clocks.len();
     let nodes = trace.initial.node_clocks.len();
-    let masters = scenario_u64(trace, "topology", "masters")
-        .map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
-    let replicas = scenario_u64(trace, "topology", "replicas")
-        .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX));
+    let topology = &trace.scenario.topology;
+    let masters = usize::try_from(topology.masters).unwrap_or(usize::MAX);
+    let replicas = usize::try_from(topology.replicas).unwrap_or(usize::MAX);
     // Nodes are masters first, then each master's replicas in turn.
     let master_of = |n: usize| (n >= masters && replicas > 0).then(|| (n - masters) / replicas);
     let mut lanes: Vec<Lane> = (0..clients)
         .map(|i| Lane {
-            name: format!("client{}", i + 1),
+            name: ClientId::at(i).to_string(),
             role: String::new(),
         })
         .collect();
     lanes.extend((0..nodes).map(|n| Lane {
-        name: format!("node{}", n + 1),
+        name: NodeId::at(n).to_string(),
         role: match master_of(n) {
-            Some(m) => format!("replica of master{}", m + 1),
-            None => format!("master{}", n + 1),
+            Some(m) => format!("replica of {}", MasterId::at(m)),
+            None => MasterId::at(n).to_string(),
         },
     }));
     // Which node serves each master slot (changes on failover); and where each client's
@@ -218,7 +216,7 @@ pub fn build(trace: &Trace) -> Sequence {
             Tick => out.push(row(Event::Tick, format!("t = {}", step.after.clock))),
             Deliver(c, _) => {
                 let c = usize::from(c);
-                let n = number(&step.actor, "node").unwrap_or(0);
+                let n = node_of(step.actor);
                 let command = step.command.clone().unwrap_or_default();
                 let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
                 // The node executes the command; its reply travels on its own leg and
@@ -240,7 +238,7 @@ pub fn build(trace: &Trace) -> Sequence {
             }
             DeliverLate(c, _) => {
                 let c = usize::from(c);
-                let n = number(&step.actor, "node").unwrap_or(0);
+                let n = node_of(step.actor);
                 let command = step.command.clone().unwrap_or_default();
                 let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
                 out.push(row(
@@ -348,7 +346,7 @@ pub fn build(trace: &Trace) -> Sequence {
                         clients + slot_node(usize::from(m), &serving),
                     ],
                 },
-                format!("link to master{} healed", usize::from(m) + 1),
+                format!("link to {} healed", MasterId::from(m)),
             )),
             Pause(c) => out.push(row(
                 Event::Fault {
@@ -378,10 +376,10 @@ pub fn build(trace: &Trace) -> Sequence {
                         at: vec![clients + old, clients + new],
                     },
                     format!(
-                        "FAULT node{} (master{}) {fate}, node{} promoted",
-                        old + 1,
-                        m + 1,
-                        new + 1
+                        "FAULT {} ({}) {fate}, {} promoted",
+                        NodeId::at(old),
+                        MasterId::at(m),
+                        NodeId::at(new)
                     ),
                 ));
             }
@@ -398,7 +396,7 @@ pub fn build(trace: &Trace) -> Sequence {
                         clients + slot_node(usize::from(m), &serving),
                     ],
                 },
-                format!("FAULT link to master{} cut", usize::from(m) + 1),
+                format!("FAULT link to {} cut", MasterId::from(m)),
             )),
             NodeClockJump(n) => {
                 let n = usize::from(n);
@@ -422,7 +420,7 @@ pub fn build(trace: &Trace) -> Sequence {
             }
             Redirect(c, m) => out.push(row(
                 Event::Local { at: usize::from(c) },
-                format!("learns the new master{} from Sentinel", usize::from(m) + 1),
+                format!("learns the new {} from Sentinel", MasterId::from(m)),
             )),
             ClientClockJump(c) => {
                 let c = usize::from(c);
@@ -435,14 +433,14 @@ pub fn build(trace: &Trace) -> Sequence {
             }
         }
         if let Some(r) = out.last_mut() {
-            r.broken = step.broken.clone();
+            r.broken = step.broken.iter().map(|p| p.as_str().to_string()).collect();
             if !r.broken.is_empty() {
                 r.clients = step
                     .after
                     .clients
                     .iter()
                     .enumerate()
-                    .map(|(i, s)| format!("client{}: {s}", i + 1))
+                    .map(|(i, s)| format!("{}: {s}", ClientId::at(i)))
                     .collect();
             }
         }
@@ -450,8 +448,8 @@ pub fn build(trace: &Trace) -> Sequence {
         last = &step.after;
     }
     Sequence {
-        scenario: trace.scenario_name().to_string(),
-        property: trace.property.clone(),
+        scenario: trace.scenario.name.clone(),
+        property: trace.property,
         lanes,
         clients,
         initial_keys: keys_of(&trace.initial),
@@ -469,10 +467,8 @@ fn request(
 ) -> Row {
     let mut to = Vec::new();
     for s in &step.sent {
-        let n = number(&s.node, "node").unwrap_or(0);
-        if let Some(m) = number(&s.master, "master") {
-            flights.insert((client, m), n);
-        }
+        let n = s.node.index();
+        flights.insert((client, s.master.index()), n);
         if !to.contains(&(clients + n)) {
             to.push(clients + n);
         }

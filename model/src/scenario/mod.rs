@@ -101,9 +101,11 @@
 //! - `ranges`: integers and the range each number key accepts;
 //! - `lock`: `[lock]`, a custom lock's steps, its scripts compiled and scanned;
 //! - `load`: files and directories;
+//! - `json`: a scenario read back from its JSON (a trace's), through the same parser;
 //! - `error`: [`ScenarioError`], one line naming file, line and key.
 
 mod error;
+mod json;
 mod load;
 mod lock;
 mod parse;
@@ -118,7 +120,7 @@ use std::str::FromStr;
 
 use locklab::design::custom::{Action, CustomLock, Expected, LockStep};
 use locklab::{DesignId, Fencing, RenewalOnError};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 
 pub use error::{KeyErrorKind, ScenarioError};
 
@@ -369,8 +371,8 @@ impl FromStr for Expectation {
     }
 }
 
-/// The four checked properties.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+/// The four checked properties; serde names them as [`Property::as_str`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Property {
     /// Never two clients in their critical section at once.
