@@ -7,6 +7,7 @@
 
 use crate::client::Op;
 use crate::fault::FaultKind;
+use crate::ids::{ClientId, MasterId, NodeId};
 
 /// One step of the system. Client arguments are client indexes; `u8` master slots.
 ///
@@ -162,13 +163,15 @@ impl Action {
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         use Action::*;
-        let c = |c: &u8| format!("client{}", c + 1);
+        let c = |c: &u8| ClientId::from(*c);
+        let m = |m: &u8| MasterId::from(*m);
+        let n = |n: &u8| NodeId::from(*n);
         match self {
             Tick => write!(f, "tick"),
             Acquire(x) => write!(f, "{} acquire", c(x)),
-            Deliver(x, m) => write!(f, "{} request to master{} executed", c(x), m + 1),
-            Receive(x, m) => write!(f, "{} receives the reply from master{}", c(x), m + 1),
-            Timeout(x, m) => write!(f, "{} request to master{} times out", c(x), m + 1),
+            Deliver(x, s) => write!(f, "{} request to {} executed", c(x), m(s)),
+            Receive(x, s) => write!(f, "{} receives the reply from {}", c(x), m(s)),
+            Timeout(x, s) => write!(f, "{} request to {} times out", c(x), m(s)),
             DeliverLate(x, k) => write!(
                 f,
                 "{} request given up on (#{}) reaches its node and runs; nobody reads the reply",
@@ -180,35 +183,35 @@ impl std::fmt::Display for Action {
             Write(x) => write!(f, "{} writes stock", c(x)),
             Release(x) => write!(f, "{} releases", c(x)),
             Reenter(x) => write!(f, "{} re-enters", c(x)),
-            Replicate(n) => write!(f, "node{} replicates", n + 1),
+            Replicate(r) => write!(f, "{} replicates", n(r)),
             Pause(x) => write!(f, "FAULT {} paused (stop-the-world)", c(x)),
             Resume(x) => write!(f, "{} resumes", c(x)),
             Crash(x) => write!(f, "FAULT {} crashes", c(x)),
-            Failover(m, r) => write!(f, "FAULT master{} dies, node{} promoted", m + 1, r + 1),
-            SplitBrain(m, r, with_old) => {
+            Failover(s, r) => write!(f, "FAULT {} dies, {} promoted", m(s), n(r)),
+            SplitBrain(s, r, with_old) => {
                 write!(
                     f,
-                    "FAULT split brain: master{} cut off from Sentinel but up, node{} promoted",
-                    m + 1,
-                    r + 1
+                    "FAULT split brain: {} cut off from Sentinel but up, {} promoted",
+                    m(s),
+                    n(r)
                 )?;
                 if *with_old != 0 {
                     let left: Vec<String> = (0..8)
                         .filter(|j| with_old & (1 << j) != 0)
-                        .map(|j| format!("replica {} of master{}", j + 1, m + 1))
+                        .map(|j| format!("replica {} of {}", j + 1, m(s)))
                         .collect();
                     write!(f, "; on the old master's side: {}", left.join(", "))?;
                 }
                 Ok(())
             }
-            Redirect(x, m) => write!(f, "{} learns the new master{} from Sentinel", c(x), m + 1),
-            Restart(n) => write!(f, "FAULT node{} restarts empty", n + 1),
-            Partition(x, m) => write!(f, "FAULT link {} -> master{} cut", c(x), m + 1),
-            Heal(x, m) => write!(f, "link {} -> master{} healed", c(x), m + 1),
-            NodeClockJump(n) => write!(f, "FAULT node{} clock jumps forward", n + 1),
-            NodeDrift(n) => write!(f, "node{} clock runs fast: gains a tick", n + 1),
+            Redirect(x, s) => write!(f, "{} learns the new {} from Sentinel", c(x), m(s)),
+            Restart(r) => write!(f, "FAULT {} restarts empty", n(r)),
+            Partition(x, s) => write!(f, "FAULT link {} -> {} cut", c(x), m(s)),
+            Heal(x, s) => write!(f, "link {} -> {} healed", c(x), m(s)),
+            NodeClockJump(r) => write!(f, "FAULT {} clock jumps forward", n(r)),
+            NodeDrift(r) => write!(f, "{} clock runs fast: gains a tick", n(r)),
             ClientClockJump(x) => write!(f, "FAULT {} clock jumps forward", c(x)),
-            LoseReply(x, m) => write!(f, "FAULT reply master{} -> {} lost", m + 1, c(x)),
+            LoseReply(x, s) => write!(f, "FAULT reply {} -> {} lost", m(s), c(x)),
         }
     }
 }

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use locklab::resource::Stock;
 use locklab::{Command, LockConfig, Millis, NoAnswer, Reply};
 use locklab_cluster::ClusterError;
+use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::model::{Action, FaultKind, LockModel, INITIAL_STOCK};
 use locklab_model::scenario::Scenario;
 
@@ -204,11 +205,11 @@ impl std::fmt::Debug for Run {
 }
 
 fn client_name(c: usize) -> String {
-    format!("client{}", c + 1)
+    ClientId::at(c).to_string()
 }
 
 fn node_name(n: usize) -> String {
-    format!("node{}", n + 1)
+    NodeId::at(n).to_string()
 }
 
 fn inapplicable(step: usize, action: Action, why: &str) -> RunError {

@@ -50,6 +50,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use locklab_cluster::{Cluster, ClusterError, Node as ClusterNode};
+use locklab_model::ids::{ClientId, MasterId, NodeId};
 use locklab_model::model::Action;
 
 use super::proxy::{LinkProxy, LinkState};
@@ -676,16 +677,16 @@ impl Nemesis {
         Ok(match *strike {
             Strike::Pause(c) => {
                 processes.pause(c);
-                format!("client{} stop-the-world pause", c + 1)
+                format!("{} stop-the-world pause", ClientId::at(c))
             }
             Strike::Resume(c) => {
                 processes.resume(c);
-                format!("client{} resumes", c + 1)
+                format!("{} resumes", ClientId::at(c))
             }
             Strike::Crash(c) => {
                 let urls: Vec<String> = (0..self.masters).map(|m| self.link(c, m).url()).collect();
                 processes.crash(c, &urls);
-                format!("client{} crashed", c + 1)
+                format!("{} crashed", ClientId::at(c))
             }
             Strike::ClientClockJump { client, ms } => processes.jump_clock(client, ms),
             Strike::Cut { client, slot } => self.partition(client, slot, true),
@@ -694,10 +695,10 @@ impl Nemesis {
                 let link = self.link(client, slot);
                 link.lose_reply(nth);
                 format!(
-                    "proxy 127.0.0.1:{} (client{} -> master{}) loses reply {nth} from now",
+                    "proxy 127.0.0.1:{} ({} -> {}) loses reply {nth} from now",
                     link.addr().port(),
-                    client + 1,
-                    slot + 1
+                    ClientId::at(client),
+                    MasterId::at(slot)
                 )
             }
             Strike::KeepRequest {
@@ -708,19 +709,19 @@ impl Nemesis {
                 let link = self.link(client, slot);
                 link.keep_next_request(silent);
                 format!(
-                    "proxy 127.0.0.1:{} (client{} -> master{}) keeps the next request",
+                    "proxy 127.0.0.1:{} ({} -> {}) keeps the next request",
                     link.addr().port(),
-                    client + 1,
-                    slot + 1
+                    ClientId::at(client),
+                    MasterId::at(slot)
                 )
             }
             Strike::Freeze(n) => {
                 self.node(n).pause().await?;
-                format!("docker pause node{}", n + 1)
+                format!("docker pause {}", NodeId::at(n))
             }
             Strike::Thaw(n) => {
                 self.node(n).unpause().await?;
-                format!("docker unpause node{}", n + 1)
+                format!("docker unpause {}", NodeId::at(n))
             }
             Strike::Failover {
                 slot,
@@ -739,14 +740,14 @@ impl Nemesis {
                 ref old_side,
             } => self.split_brain_with(slot, replica, old_side).await?,
             Strike::Redirect { client, slot } => self.redirect(client, slot).ok_or_else(|| {
-                ClusterError::Unsupported(format!("no split brain on master{}", slot + 1))
+                ClusterError::Unsupported(format!("no split brain on {}", MasterId::at(slot)))
             })?,
             Strike::EndSplit { slot } => match self.end_split(slot).await? {
                 Some((_, what)) => what,
                 None => {
                     return Err(ClusterError::Unsupported(format!(
-                        "the split brain on master{} was gone before its end",
-                        slot + 1
+                        "the split brain on {} was gone before its end",
+                        MasterId::at(slot)
                     )))
                 }
             },

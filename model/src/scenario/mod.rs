@@ -64,7 +64,8 @@
 //! - `node_drift` (default 0, at most `horizon`): ticks each node's clock may run ahead
 //!   over the run, gained one tick at a time at any moment (a clock that runs fast).
 //! - `drift_allowance` (`redlock` only; default `node_drift`; less than `ttl`): ticks
-//!   Redlock takes off every validity for clock drift; 0 turns the allowance off.
+//!   Redlock takes off every validity for clock drift; 0 turns the allowance off. Every
+//!   other design takes 0, and accepts only 0.
 //!
 //! `[faults]` (budgets, all default 0): `pauses`, `crashes`, `failovers`
 //! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`,

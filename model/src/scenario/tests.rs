@@ -288,6 +288,20 @@ fn node_drift_and_drift_allowance() {
         KeyErrorKind::InvalidValue,
     );
     assert!(msg.contains("less than ttl (4)"), "{msg}");
+    // Any other design runs without an allowance: its scenario with drift, written as a
+    // trace embeds it, reads back.
+    let text = set(
+        &with("node_drift = 1"),
+        "design",
+        "design = \"lua-release\"",
+    );
+    let text = set(&text, "masters", "masters = 1");
+    let s = Scenario::parse(&text, FILE).unwrap();
+    assert_eq!((s.timing.node_drift, s.timing.drift_allowance), (1, 0));
+    let mut value = serde_json::to_value(&s).unwrap();
+    value.as_object_mut().unwrap().remove("path");
+    let back = Scenario::parse(&toml::to_string(&value).unwrap(), FILE).unwrap();
+    assert_eq!(back.timing, s.timing);
     let text = set(
         &with("node_drift = 1\ndrift_allowance = 1"),
         "design",
