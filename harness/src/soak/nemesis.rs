@@ -473,6 +473,7 @@ enum Landing {
 /// (waited for up to `limit`), the request kept is delivered over a fresh connection:
 /// it runs after its client gave up, and nobody reads the reply. What was done, and
 /// whether it landed as aimed.
+#[allow(clippy::too_many_arguments)]
 async fn keep_and_deliver(
     plan: &Plan,
     (cluster, clients): (&Mutex<Nemesis>, &Clients),
