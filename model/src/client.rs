@@ -13,6 +13,8 @@
 //! restates any of this: a new phase, op or outcome is added here, and the exhaustive
 //! matches below make both sides handle it.
 
+use std::num::NonZeroU64;
+
 use locklab::{Answer, Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
 
 /// One client as the model and the run engine both keep it. The model adds its timing
@@ -26,8 +28,10 @@ pub struct ClientCore {
     /// Acquire attempts left.
     pub attempts: u8,
     /// The fencing token of its grant, kept from the acquire (as the driver's guard keeps
-    /// it): a holder whose lease was lost still presents it to the store.
-    pub fence: Option<u64>,
+    /// it): a holder whose lease was lost still presents it to the store. Fencing tokens
+    /// come from `INCR` and start at 1; kept as `NonZeroU64` so that the core packs with
+    /// the fields each side adds (it hashes as the `u64` it holds).
+    pub fence: Option<NonZeroU64>,
     /// Requests on the wire, one slot per master.
     pub flights: Vec<Option<Flight>>,
     /// Requests it gave up on that are still on the wire, oldest first.
@@ -35,6 +39,11 @@ pub struct ClientCore {
 }
 
 impl ClientCore {
+    /// The fencing token it presents to the store.
+    pub fn fence(&self) -> Option<u64> {
+        self.fence.map(NonZeroU64::get)
+    }
+
     /// A client of `cfg`'s lock before its first attempt, with `attempts` attempts and a
     /// slot for each of `masters` masters.
     pub fn new(cfg: &LockConfig, attempts: u8, masters: usize) -> ClientCore {
@@ -133,6 +142,11 @@ pub struct Stray {
     /// The request (never executed: `held` is `None`) and its age since it became
     /// deliverable again.
     pub flight: Flight,
+}
+
+/// A grant's fencing token: `INCR` on the fence key, never 0.
+fn fencing_token(token: u64) -> NonZeroU64 {
+    NonZeroU64::new(token).expect("fencing tokens come from INCR and start at 1")
 }
 
 /// What a machine outcome meant for the client's life (the history records it).
@@ -339,7 +353,7 @@ impl Program {
     pub fn on_outcome(&self, c: &mut ClientCore, outcome: Outcome) -> Change {
         let (next, change) = match (std::mem::replace(&mut c.phase, Phase::Idle), outcome) {
             (Phase::Acquiring, Outcome::Acquired(grant)) => {
-                c.fence = grant.fence;
+                c.fence = grant.fence.map(fencing_token);
                 (
                     Phase::Critical {
                         pc: 0,
@@ -359,7 +373,7 @@ impl Program {
             ),
             (Phase::Waiting { pc, read, worked }, outcome) => {
                 if let Outcome::Acquired(Grant { fence: Some(f), .. }) = outcome {
-                    c.fence = Some(f);
+                    c.fence = Some(fencing_token(f));
                 }
                 let reentered = matches!(outcome, Outcome::Acquired(_));
                 let pc = if self.op(pc) == Some(Op::Reenter) && !reentered {
@@ -452,6 +466,17 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_fencing_token_hashes_as_the_u64_it_holds() {
+        for token in [None, Some(1u64), Some(7)] {
+            let kept = token.and_then(NonZeroU64::new);
+            assert_eq!(
+                crate::model::fingerprint(&kept),
+                crate::model::fingerprint(&token)
+            );
+        }
+    }
+
+    #[test]
     fn the_last_release_answered_finishes_the_program() {
         let cfg = LockConfig::new(DesignId::LuaRelease, "lock", 5);
         let p = Program::of(&cfg);
@@ -461,10 +486,10 @@ mod tests {
             read: Some(9),
             worked: 1,
         };
-        c.fence = Some(3);
+        c.fence = NonZeroU64::new(3);
         let change = p.on_outcome(&mut c, Outcome::Released { holds_left: 0 });
         assert_eq!(change, Change::Answered { done: true });
         assert_eq!(c.phase, Phase::Done);
-        assert_eq!(c.fence, Some(3), "the token is kept");
+        assert_eq!(c.fence(), Some(3), "the token is kept");
     }
 }

@@ -847,7 +847,7 @@ impl Model for LockModel {
                 if self.op(&s.clients[i]) != action.op() {
                     return None;
                 }
-                let fence = s.clients[i].core.fence;
+                let fence = s.clients[i].core.fence();
                 match action {
                     Action::Read(_) => {
                         let read = s.stock.read(fence);

@@ -1091,7 +1091,7 @@ impl Run {
                 "the client is not in its critical section",
             ));
         }
-        let fence = self.clients[c].core.fence;
+        let fence = self.clients[c].core.fence();
         let serving = self.serving(Some(c));
         match action {
             Action::Read(_) => {
