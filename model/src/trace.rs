@@ -761,19 +761,22 @@ no_orphaned_lock = "holds"
 resource_safety = "violated"
 "#;
 
+    /// A client paused with its request on the wire: the reply is held until it resumes.
+    const HELD_REPLY: [Action; 6] = [
+        Action::Acquire(0),
+        Action::Pause(0),
+        Action::Deliver(0, 0),
+        Action::Tick,
+        Action::Resume(0),
+        Action::Receive(0, 0),
+    ];
+
     #[test]
     fn a_held_reply_is_recorded_at_delivery_and_at_receipt() {
         use Action::*;
         let scenario = Scenario::parse(PAUSE, "pause.toml").unwrap();
         let model = LockModel::new(&scenario);
-        let path = [
-            Acquire(0),
-            Pause(0),
-            Deliver(0, 0),
-            Tick,
-            Resume(0),
-            Receive(0, 0),
-        ];
+        let path = HELD_REPLY;
         let t = build(&model, Property::MutualExclusion, &path);
         assert_eq!(t.steps.len(), path.len());
         assert_eq!(t.actions, path);
@@ -946,15 +949,7 @@ resource_safety = "violated"
     #[test]
     fn a_trace_reads_back_to_the_same_json() {
         let scenario = Scenario::parse(PAUSE, "scenarios/pause.toml").unwrap();
-        use Action::*;
-        let path = [
-            Acquire(0),
-            Pause(0),
-            Deliver(0, 0),
-            Tick,
-            Resume(0),
-            Receive(0, 0),
-        ];
+        let path = HELD_REPLY;
         let t = build(&LockModel::new(&scenario), Property::MutualExclusion, &path);
         let json = t.to_json_pretty();
         let back: Trace = serde_json::from_str(&json).unwrap();

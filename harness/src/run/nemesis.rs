@@ -591,17 +591,23 @@ impl Nemesis {
         ))
     }
 
+    /// The link of client `c` to master slot `m` as reports name it:
+    /// `proxy 127.0.0.1:PORT (client1 -> master1)`.
+    pub fn link_name(&self, c: usize, m: usize) -> String {
+        format!(
+            "proxy 127.0.0.1:{} ({} -> {})",
+            self.links[c][m].addr().port(),
+            ClientId::at(c),
+            MasterId::at(m)
+        )
+    }
+
     /// Cut (`true`) or heal the link of client `c` to master slot `m`.
     pub fn partition(&self, c: usize, m: usize, cut: bool) -> String {
         let state = if cut { LinkState::Cut } else { LinkState::Open };
         self.links[c][m].set_state(state);
-        format!(
-            "proxy 127.0.0.1:{} (client{} -> master{}) {}",
-            self.links[c][m].addr().port(),
-            c + 1,
-            m + 1,
-            if cut { "cut" } else { "open" }
-        )
+        let done = if cut { "cut" } else { "open" };
+        format!("{} {done}", self.link_name(c, m))
     }
 
     /// Node `n`'s wall clock jumps forward by `ms` (emulation, see the module docs).
@@ -692,28 +698,17 @@ impl Nemesis {
             Strike::Cut { client, slot } => self.partition(client, slot, true),
             Strike::Heal { client, slot } => self.partition(client, slot, false),
             Strike::LoseReply { client, slot, nth } => {
-                let link = self.link(client, slot);
-                link.lose_reply(nth);
-                format!(
-                    "proxy 127.0.0.1:{} ({} -> {}) loses reply {nth} from now",
-                    link.addr().port(),
-                    ClientId::at(client),
-                    MasterId::at(slot)
-                )
+                self.link(client, slot).lose_reply(nth);
+                let link = self.link_name(client, slot);
+                format!("{link} loses reply {nth} from now")
             }
             Strike::KeepRequest {
                 client,
                 slot,
                 silent,
             } => {
-                let link = self.link(client, slot);
-                link.keep_next_request(silent);
-                format!(
-                    "proxy 127.0.0.1:{} ({} -> {}) keeps the next request",
-                    link.addr().port(),
-                    ClientId::at(client),
-                    MasterId::at(slot)
-                )
+                self.link(client, slot).keep_next_request(silent);
+                format!("{} keeps the next request", self.link_name(client, slot))
             }
             Strike::Freeze(n) => {
                 self.node(n).pause().await?;

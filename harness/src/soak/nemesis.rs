@@ -492,12 +492,7 @@ async fn keep_and_deliver(
     if let Err(e) = strike(cluster, clients, keep).await {
         return (format!("the link could not keep a request: {e}"), false);
     }
-    let port = cluster.lock().await.link(c, m).addr().port();
-    let link = format!(
-        "proxy 127.0.0.1:{port} (client{} -> master{})",
-        c + 1,
-        m + 1
-    );
+    let link = cluster.lock().await.link_name(c, m);
     let end = tokio::time::Instant::now() + limit;
     // The request kept, and its client's state then.
     let mut kept = None;
@@ -798,7 +793,7 @@ pub async fn run(
                     nth: k,
                 };
                 strike(&cluster, &clients, lose).await?;
-                let port = cluster.lock().await.link(c, slot).addr().port();
+                let link = cluster.lock().await.link_name(c, slot);
                 let end = tokio::time::Instant::now() + limit;
                 let lost = loop {
                     let lost = cluster.lock().await.link(c, slot).lost_reply();
@@ -812,19 +807,13 @@ pub async fn run(
                 };
                 let nth = if k == 1 { "next reply" } else { "second reply" };
                 let what = match lost {
-                    Some(command) => format!(
-                        "proxy 127.0.0.1:{port} (client{} -> master{}) lost its {nth}, to {command}; connection closed",
-                        c + 1,
-                        slot + 1
-                    ),
+                    Some(command) => {
+                        format!("{link} lost its {nth}, to {command}; connection closed")
+                    }
                     None => {
                         // Nothing came back in time: the link must not lose a later reply.
                         strike(&cluster, &clients, Strike::heal((c, slot))).await?;
-                        format!(
-                            "proxy 127.0.0.1:{port} (client{} -> master{}) saw no {nth} to lose",
-                            c + 1,
-                            slot + 1
-                        )
+                        format!("{link} saw no {nth} to lose")
                     }
                 };
                 record(&rec, kind, Some(c), start, what, target.is_some());
