@@ -198,6 +198,14 @@ impl Grant {
         }
     }
 
+    /// Move the lease end by `by`, holding it at `floor` at the least (see
+    /// [`LockMachine::shift_times`]).
+    pub(crate) fn shift_lease_end(&mut self, by: Millis, floor: Millis) {
+        if let Some(end) = &mut self.lease_end {
+            *end = shifted(*end, by, floor);
+        }
+    }
+
     /// Remaining validity at `now` in milliseconds (`None` without expiry).
     pub fn validity(&self, now: Millis) -> Option<Millis> {
         self.lease_end.map(|end| end - now)
@@ -360,6 +368,27 @@ impl Phase {
         }
     }
 
+    /// Move every time this phase keeps by `by`, holding each at `floor` at the least
+    /// (see [`LockMachine::shift_times`]).
+    pub(crate) fn shift_times(&mut self, by: Millis, floor: Millis) {
+        match self {
+            Phase::Idle => {}
+            Phase::Acquiring { started, outer, .. } => {
+                *started = shifted(*started, by, floor);
+                if let Some(g) = outer {
+                    g.shift_lease_end(by, floor);
+                }
+            }
+            Phase::Held(grant) | Phase::Releasing { grant, .. } => {
+                grant.shift_lease_end(by, floor);
+            }
+            Phase::Renewing { grant, started } => {
+                grant.shift_lease_end(by, floor);
+                *started = shifted(*started, by, floor);
+            }
+        }
+    }
+
     /// Enter `Held` with a fresh grant and report it.
     pub(crate) fn hold(&mut self, token: String, lease_end: Option<Millis>, holds: u32) -> Step {
         let grant = Grant {
@@ -502,6 +531,15 @@ impl Phase {
             Err(NoAnswer) => self.idle(Outcome::Unavailable { node: 0 }),
         }
     }
+}
+
+/// Time `t` moved by `by`, and at least `floor`; a lease that never ends (`Millis::MAX`)
+/// stays so.
+pub(crate) fn shifted(t: Millis, by: Millis, floor: Millis) -> Millis {
+    if t == Millis::MAX {
+        return t;
+    }
+    t.saturating_add(by).max(floor)
 }
 
 /// Designs without a renewal command refuse `renew` with `NotHeld` and change nothing.
@@ -740,6 +778,34 @@ impl LockMachine {
             Core::Custom(p) => p.phase.forget_reported_times(),
         }
         self.options.forget_reported_times();
+    }
+
+    /// Move every time the machine keeps (lease ends, the starts of operations) by `by`,
+    /// holding each at `floor` at the least. The caller moves its clock by `by` too, so
+    /// the machine answers every later call as before: it reads a kept time only against
+    /// the clock it is given (`now`) or another kept time. `floor` must be low enough that
+    /// a time below it answers every such comparison as `floor` does: a start at least a
+    /// ttl before any clock it will be compared with, a lease end before it. The model
+    /// checker keeps its clock at 0 this way when a scenario has no horizon
+    /// (`model/src/relative_time.rs`). Not for `getset-timestamp`, whose acquire also
+    /// keeps a value read from Redis that is a time (`seen`): the model refuses that
+    /// design without a horizon.
+    pub fn shift_times(&mut self, by: Millis, floor: Millis) {
+        match &mut self.core {
+            Core::Redlock(r) => r.shift_times(by, floor),
+            Core::NaiveSetnx(p) => p.phase.shift_times(by, floor),
+            Core::ExistsSet(p) => p.phase.shift_times(by, floor),
+            Core::SetnxExpire(p) => p.phase.shift_times(by, floor),
+            Core::GetsetTimestamp(p) => p.phase.shift_times(by, floor),
+            Core::SetPxDel(p) => p.phase.shift_times(by, floor),
+            Core::SetPxGetDel(p) => p.phase.shift_times(by, floor),
+            Core::GetExpireRenewal(p) => p.phase.shift_times(by, floor),
+            Core::LuaRelease(p) => p.phase.shift_times(by, floor),
+            Core::Watchdog(p) => p.inner.phase.shift_times(by, floor),
+            Core::Reentrant(p) => p.phase.shift_times(by, floor),
+            Core::Custom(p) => p.phase.shift_times(by, floor),
+        }
+        self.options.shift_times(by, floor);
     }
 
     /// Whether the answer to the command outstanding on `node`, whatever it says and

@@ -2,7 +2,7 @@
 //! fencing token from `INCR`. Both talk to node 0 (the master; Redlock's first master).
 
 use crate::command::{Command, Reply};
-use crate::machine::{Answer, Denied, Grant, LockConfig, Outcome, Step};
+use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, Outcome, Step};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Options {
@@ -34,6 +34,14 @@ impl Options {
     pub(crate) fn forget_reported_times(&mut self) {
         if let Phase::Waiting(g) | Phase::Fencing(g) = &mut self.phase {
             g.forget_lease_end();
+        }
+    }
+
+    /// Move the lease end of the grant an option holds on to (see
+    /// [`crate::LockMachine::shift_times`]).
+    pub(crate) fn shift_times(&mut self, by: Millis, floor: Millis) {
+        if let Phase::Waiting(g) | Phase::Fencing(g) = &mut self.phase {
+            g.shift_lease_end(by, floor);
         }
     }
 

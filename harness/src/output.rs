@@ -18,7 +18,8 @@
 //!         ...
 //!       },
 //!       "states": 1234, "unique_states": 567, "seconds": 0.01, "depth": 14,
-//!       "complete": true, "purchased": true, "first_counterexample_seconds": 0.001,
+//!       "complete": true, "horizon": 10, "purchased": true,
+//!       "first_counterexample_seconds": 0.001,
 //!       "error": null, "strategy": "exhaustive", "walks": null, "seed": null,
 //!       "fingerprint_collision_probability": 8.7e-15,
 //!       "reductions": ["unread_values", "token_names", "symmetry", "partial_order",
@@ -30,7 +31,9 @@
 //! `verdict` is `"holds"`, `"violated"`, `"not_found"` (random walks found no
 //! counterexample: never a proof) or `"error"` (vacuous scenario, or a path that failed
 //! its re-check against the model: `unverified` says why); `within_steps` is the depth
-//! the search stopped at (`--max-depth`) with states left. Each scenario and property
+//! the search stopped at (`--max-depth`) with states left. `horizon` is the scenario's:
+//! its "holds" verdicts are proofs up to that tick, or for all time where it is `null`
+//! (a scenario without one, whose clock the model keeps relative). Each scenario and property
 //! names its `strategy` (`"exhaustive"` or `"random"`, with `walks` and `seed`), and
 //! `fingerprint_collision_probability` bounds the chance that the visited set merged two
 //! states by a 64-bit fingerprint collision (n²/2^65 for n unique states; the summary
@@ -124,6 +127,7 @@ fn scenario(o: &ScenarioOutcome) -> Value {
         "seconds": o.seconds,
         "depth": o.depth,
         "complete": o.complete,
+        "horizon": o.scenario.timing.horizon,
         "purchased": o.purchased,
         "first_counterexample_seconds": o.first_counterexample_seconds,
         "error": o.error(),

@@ -40,6 +40,9 @@ pub struct PropertyOutcome {
     /// The search stopped at `--max-depth` with states left: "holds" is only within
     /// that many steps.
     pub bound: Option<usize>,
+    /// The scenario's horizon: a "holds" is a proof up to that tick; `None`, for all
+    /// time.
+    pub horizon: Option<u32>,
     /// The trace, if violated.
     pub trace: Option<Trace>,
     /// Where the trace was written.
@@ -115,7 +118,10 @@ impl PropertyOutcome {
     /// The verdict as the table shows it.
     pub fn found_text(&self) -> String {
         match (&self.found, self.bound) {
-            (Found::Holds, None) => "holds".to_string(),
+            (Found::Holds, None) => match self.horizon {
+                Some(h) => format!("holds (to tick {h})"),
+                None => "holds (for all time)".to_string(),
+            },
             (Found::Holds, Some(n)) => format!("holds (within {n} steps)"),
             (Found::Violated { .. }, _) => "violated".to_string(),
             (Found::Vacuous, _) => "error: vacuous".to_string(),
@@ -321,6 +327,7 @@ pub fn outcome(
                 expected,
                 found,
                 bound,
+                horizon: scenario.timing.horizon,
                 trace,
                 trace_path: None,
                 cause: None,

@@ -117,7 +117,10 @@ fn junit_report_is_valid_xml_with_one_testcase_per_scenario_and_property() {
         .find(|c| c.attr("name") == "mutual_exclusion")
         .unwrap();
     let failure = &lost.children("failure")[0];
-    assert_eq!(failure.attr("message"), "expected violated, found holds");
+    assert_eq!(
+        failure.attr("message"),
+        "expected violated, found holds (to tick 6)"
+    );
     assert!(failure
         .text
         .contains("no counterexample to mutual_exclusion"));

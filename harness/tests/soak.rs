@@ -451,8 +451,8 @@ fn node_clocks_drift_within_the_bound_and_aim_at_slow_holders() {
     };
     let steps = number_before(&drift[0].what, " steps");
     let aimed = number_before(&drift[0].what, " of them aimed");
-    let every_ms =
-        u64::from(sc.timing.horizon) * sc.timing.tick_ms / u64::from(sc.timing.node_drift);
+    let every_ms = u64::from(sc.timing.horizon.expect("a horizon")) * sc.timing.tick_ms
+        / u64::from(sc.timing.node_drift);
     let masters = u64::from(sc.topology.masters);
     assert!(
         steps >= masters && steps <= masters * (seconds * 1000 / every_ms + 1),

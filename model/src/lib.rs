@@ -25,6 +25,7 @@ pub mod partial_order;
 pub mod pause_placement;
 pub mod recheck;
 pub mod redis;
+pub mod relative_time;
 pub mod run_fault;
 pub mod scenario;
 mod script_memo;

@@ -42,7 +42,7 @@ use mlua::{Function, Lua, LuaOptions, MultiValue, StdLib, Table, Value};
 
 use crate::redis::Exec;
 
-pub use scan::{called_commands, unimplemented_libraries};
+pub use scan::{called_commands, literal_word, unimplemented_libraries};
 
 /// Redis's scripting environment, in Lua, built once per interpreter from the full
 /// globals. Takes the `hook` table (Rust's side: `call`, `unmodelled`, `sha1hex`, `resp`)

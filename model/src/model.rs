@@ -388,7 +388,10 @@ impl LockModel {
     }
 
     pub(crate) fn tick_enabled(&self, s: &State) -> bool {
-        if u32::from(s.now) >= self.scenario.timing.horizon {
+        // Without a horizon the search keeps the clock at 0 (`relative_time`); a run
+        // replayed from the start stops at the clock's last value.
+        let end = self.scenario.timing.horizon.unwrap_or(u32::from(u8::MAX));
+        if u32::from(s.now) >= end {
             return false;
         }
         // Compared in u32: the scenario's delay is honoured exactly, whatever its size.
@@ -924,6 +927,9 @@ impl Model for LockModel {
     }
 
     fn within_boundary(&self, s: &State) -> bool {
-        u32::from(s.now) <= self.scenario.timing.horizon
+        self.scenario
+            .timing
+            .horizon
+            .is_none_or(|h| u32::from(s.now) <= h)
     }
 }

@@ -104,10 +104,13 @@ impl SearchOptions {
         self.reductions.contains(reduction)
     }
 
-    /// A state as the search stores it: unread values forgotten, then the
+    /// A state as the search stores it: its times relative to its clock when the
+    /// scenario has no horizon ([`crate::relative_time`]), unread values forgotten, then the
     /// representative of its renamings (the state itself without symmetry), keyed by
     /// its fingerprint (tokens by their first appearance, with `token_names`).
     pub fn representative(&self, model: &LockModel, mut s: State) -> Representative {
+        // Not a reduction: without a horizon, time is relative in every search.
+        model.rebase(&mut s);
         if self.reduces(Reduction::UnreadValues) {
             model.forget(&mut s);
         }

@@ -98,7 +98,7 @@ fn partial_order_keeps_verdicts_lengths_and_coverage() {
         }
         let mut sc = sc.clone();
         sc.clients.attempts = 1;
-        sc.timing.horizon = 8;
+        sc.timing.horizon = Some(8);
         let (with, without) = with_and_without_partial_order(&sc);
         assert!(
             with.unique_states < without.unique_states,

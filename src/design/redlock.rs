@@ -10,7 +10,9 @@
 
 use crate::command::{Command, Reply};
 use crate::design::lua_release::{compare_and_delete, compare_and_pexpire};
-use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Request, Step};
+use crate::machine::{
+    shifted, Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Request, Step,
+};
 
 /// A set of master indexes (at most 16 masters).
 type Nodes = u16;
@@ -141,6 +143,21 @@ impl Redlock {
             | Phase::Releasing { grant, .. }
             | Phase::Extending { grant, .. } => grant.forget_lease_end(),
             Phase::Idle | Phase::Acquiring { .. } => {}
+        }
+    }
+
+    /// Move every time this machine keeps (see [`crate::LockMachine::shift_times`]).
+    pub(crate) fn shift_times(&mut self, by: Millis, floor: Millis) {
+        match &mut self.phase {
+            Phase::Idle => {}
+            Phase::Acquiring { started, .. } => *started = shifted(*started, by, floor),
+            Phase::Held(grant) | Phase::Releasing { grant, .. } => {
+                grant.shift_lease_end(by, floor);
+            }
+            Phase::Extending { grant, started, .. } => {
+                grant.shift_lease_end(by, floor);
+                *started = shifted(*started, by, floor);
+            }
         }
     }
 

@@ -150,8 +150,15 @@ fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
         (
             "timing (ticks)",
             format!(
-                "ttl {}, work {}, max step delay {}, horizon {}; 1 tick = {} ms on real Redis",
-                t.ttl, t.work, t.max_step_delay, t.horizon, t.tick_ms
+                "ttl {}, work {}, max step delay {}, {}; 1 tick = {} ms on real Redis",
+                t.ttl,
+                t.work,
+                t.max_step_delay,
+                t.horizon
+                    .map_or("no horizon (for all time)".to_string(), |h| format!(
+                        "horizon {h}"
+                    )),
+                t.tick_ms
             ),
         ),
         (

@@ -289,7 +289,8 @@ pub struct Plan {
     slow_clients: bool,
     tick_ms: u64,
     /// The least time between two clock-drift steps of one node: `horizon / node_drift`
-    /// ticks (the whole horizon when the scenario has no drift).
+    /// ticks (the whole horizon when the scenario has no drift; a ttl in place of the
+    /// horizon when it has none).
     drift_every: Duration,
 }
 
@@ -315,8 +316,15 @@ impl Plan {
             first_fault: options.first_fault,
             lengths: options.fault_ttls,
             step_fractions: options.step_delays,
-            step_delay_ms: u64::from(scenario.timing.max_step_delay.min(scenario.timing.horizon))
-                .saturating_mul(tick_ms),
+            step_delay_ms: u64::from(
+                scenario
+                    .timing
+                    .horizon
+                    .map_or(scenario.timing.max_step_delay, |h| {
+                        scenario.timing.max_step_delay.min(h)
+                    }),
+            )
+            .saturating_mul(tick_ms),
             renews: crate::run::lock_config(scenario, tick_ms).renews(),
             renew_every_ms: crate::run::lock_config(scenario, tick_ms).renew_interval(),
             work_ms: u64::from(scenario.timing.work).saturating_mul(tick_ms),
@@ -324,7 +332,8 @@ impl Plan {
             slow_clients: options.slow_steps,
             tick_ms,
             drift_every: Duration::from_millis(
-                (u64::from(scenario.timing.horizon).saturating_mul(tick_ms)
+                (u64::from(scenario.timing.horizon.unwrap_or(scenario.timing.ttl))
+                    .saturating_mul(tick_ms)
                     / u64::from(scenario.timing.node_drift.max(1)))
                 .max(1),
             ),

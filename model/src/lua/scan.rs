@@ -104,6 +104,17 @@ pub fn called_commands(text: &str) -> Vec<(String, usize)> {
     found
 }
 
+/// The first word of `words` (compared without case, as Redis reads command names and
+/// options) that the script's string literals contain as a whole word, with its line (1-based).
+pub fn literal_word(text: &str, words: &[&'static str]) -> Option<(&'static str, usize)> {
+    let strings = only(text, &[Piece::Str]);
+    strings.lines().enumerate().find_map(|(i, line)| {
+        line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .find_map(|w| words.iter().find(|n| n.eq_ignore_ascii_case(w)))
+            .map(|&n| (n, i + 1))
+    })
+}
+
 /// The libraries Redis loads that the model does not implement (`struct`,
 /// `cmsgpack`), where the script's code (not a comment or string) names them, each with
 /// its 1-based line.

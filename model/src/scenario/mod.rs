@@ -51,18 +51,24 @@
 //! - `attempts` (default 2): acquire attempts per client (the first one plus
 //!   retries), 1 to 8. Bounded so that retries cannot make the state space infinite.
 //! - `arrival` (default `"start"`): `"start"`, every client makes its first attempt
-//!   within `max_step_delay` ticks of the start; `"any"`, at any tick of the horizon.
+//!   within `max_step_delay` ticks of the start; `"any"`, at any tick (of the horizon,
+//!   if there is one).
 //!
 //! `[timing]` (logical ticks):
 //! - `ttl` (required): lease length.
 //! - `work` (required): length of the critical section.
 //! - `max_step_delay` (required): a running client or an undelayed message
 //!   takes its next step within this many ticks.
-//! - `horizon` (required): the logical clock stops here; at most 64.
+//! - `horizon` (optional; at most 64): the logical clock stops here, and "holds" means
+//!   "holds up to this tick". Without it time never stops: the model keeps every time
+//!   relative to its clock ([`crate::relative_time`]), and "holds" means "holds for all
+//!   time". Refused for `getset-timestamp` and for a custom lock that reads the clock
+//!   (`TIME`) or sets an absolute expiry (`EXPIREAT`, `PEXPIREAT`, `SET ... EXAT/PXAT`):
+//!   those put an absolute time in Redis, which only a bounded clock keeps finite.
 //! - `tick_ms` (default 100): real milliseconds per tick, for the harness.
 //! - `clock_jump` (default `ttl`): size in ticks of one clock-jump fault.
 //! - `node_drift` (default 0, at most `horizon`): ticks each node's clock may run ahead
-//!   over the run, gained one tick at a time at any moment (a clock that runs fast).
+//!   over the run (over all time without a horizon), gained one tick at a time at any moment (a clock that runs fast).
 //! - `drift_allowance` (`redlock` only; default `node_drift`; less than `ttl`): ticks
 //!   Redlock takes off every validity for clock drift; 0 turns the allowance off. Every
 //!   other design takes 0, and accepts only 0.
@@ -279,8 +285,10 @@ pub struct Timing {
     pub work: u32,
     /// `max_step_delay` (required): bound on a running client's or message's next step.
     pub max_step_delay: u32,
-    /// `horizon` (required): the clock stops at this tick.
-    pub horizon: u32,
+    /// `horizon` (optional): the clock stops at this tick, and a "holds" is a proof up to
+    /// it. Without one, time has no end: the model keeps times relative to its clock
+    /// ([`crate::relative_time`]) and a "holds" holds for all time.
+    pub horizon: Option<u32>,
     /// `tick_ms` (default 100): real milliseconds per tick in the harness.
     pub tick_ms: u64,
     /// `clock_jump` (default `ttl`): ticks one clock-jump fault moves a clock by.
@@ -302,7 +310,8 @@ struct TimingJson {
     ttl: u32,
     work: u32,
     max_step_delay: u32,
-    horizon: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    horizon: Option<u32>,
     tick_ms: u64,
     clock_jump: u32,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -168,6 +168,7 @@ impl Parser<'_> {
             ));
         }
         let clients = self.clients(&clients)?;
+        let timing_line = timing.line;
         let timing = self.timing(&timing, design)?;
         let faults = self.faults(&faults, &topology)?;
         let expect = self.expect(&expect, &faults)?;
@@ -185,6 +186,21 @@ impl Parser<'_> {
                 ))
             }
         };
+
+        if timing.horizon.is_none() {
+            let custom = lock.as_ref().map(|l| &l.lock);
+            if let Some(why) = crate::relative_time::absolute_time(design, custom) {
+                return Err(self.err(
+                    timing_line,
+                    "timing.horizon".into(),
+                    KeyErrorKind::Missing,
+                    format!(
+                        "required here: {why}, and without a horizon the model keeps only \
+                         times relative to its clock"
+                    ),
+                ));
+            }
+        }
 
         Ok(Scenario {
             name: name.value,
@@ -325,9 +341,11 @@ impl Parser<'_> {
         self.at_least(timing, "work", &work, 1)?;
         let max_step_delay = self.required_u32(timing, "max_step_delay")?;
         self.at_least(timing, "max_step_delay", &max_step_delay, 1)?;
-        let horizon = self.required_u32(timing, "horizon")?;
-        self.at_least(timing, "horizon", &horizon, 1)?;
-        self.at_most_cap(timing, "horizon", &horizon, MAX_HORIZON)?;
+        let horizon = self.u32_opt(timing, "horizon")?;
+        if let Some(h) = &horizon {
+            self.at_least(timing, "horizon", h, 1)?;
+            self.at_most_cap(timing, "horizon", h, MAX_HORIZON)?;
+        }
         let tick_ms = self.uint(timing, "tick_ms")?.unwrap_or(Field {
             value: DEFAULT_TICK_MS,
             line: timing.line,
@@ -335,7 +353,7 @@ impl Parser<'_> {
         self.tick_ms_in_range(timing, &tick_ms)?;
         let clock_jump = self.u32_or(timing, "clock_jump", ttl.value)?;
         let node_drift = self.u32_or(timing, "node_drift", 0)?;
-        if node_drift.value > horizon.value {
+        if let Some(h) = horizon.as_ref().filter(|h| node_drift.value > h.value) {
             return Err(self.err(
                 node_drift.line,
                 timing.dotted("node_drift"),
@@ -343,7 +361,7 @@ impl Parser<'_> {
                 format!(
                     "a clock gains at most one tick per tick: node_drift (got {}) must be at most \
                      horizon ({})",
-                    node_drift.value, horizon.value
+                    node_drift.value, h.value
                 ),
             ));
         }
@@ -377,7 +395,7 @@ impl Parser<'_> {
             ttl: ttl.value,
             work: work.value,
             max_step_delay: max_step_delay.value,
-            horizon: horizon.value,
+            horizon: horizon.map(|h| h.value),
             tick_ms: tick_ms.value,
             clock_jump: clock_jump.value,
             node_drift: node_drift.value,

@@ -125,7 +125,7 @@ fn design_md_example_parses() {
             ttl: 4,
             work: 1,
             max_step_delay: 1,
-            horizon: 14,
+            horizon: Some(14),
             tick_ms: 100,
             clock_jump: 4,
             node_drift: 0,
