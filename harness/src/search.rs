@@ -51,16 +51,16 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
 /// two-core machine, shared with another build (2026-11-27; README, "Redlock on five
 /// masters"). A test keeps every such file of `scenarios/` here.
 const HEAVY: [(&str, f64, u32); 4] = [
-    ("redlock5-no-faults", 1.0, 12),
-    ("redlock5-gc-pause", 10.9, 130),
-    ("redlock5-clock-jump", 9.2, 100),
-    ("redlock5-restart", 4.7, 45),
+    ("redlock5-no-faults", 0.4, 5),
+    ("redlock5-gc-pause", 4.4, 40),
+    ("redlock5-clock-jump", 3.7, 30),
+    ("redlock5-restart", 1.9, 16),
 ];
 
 /// Masters from which a search counts as heavy (named so before it starts).
 const HEAVY_MASTERS: u32 = 5;
 
-/// `redlock5-gc-pause: five masters, 10.9 million states, about 130 s on two cores`,
+/// `redlock5-gc-pause: five masters, 4.4 million states, about 40 s on two cores`,
 /// printed before a heavy search starts, so that a long wait is expected rather than
 /// taken for a hang.
 fn heavy_notice(scenario: &Scenario) -> Option<String> {

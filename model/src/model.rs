@@ -1,7 +1,7 @@
 //! The stateright model: a small struct, an action enum, and the properties beside them.
 //!
 //! Time is partially synchronous (docs/ARCHITECTURE.md, "Model semantics"): a global `Tick` up to
-//! the horizon, disabled while a running client has had a step pending for
+//! the horizon, if the scenario has one ([`crate::relative_time`] without), disabled while a running client has had a step pending for
 //! `max_step_delay` ticks. A command travels in two legs, each delivered within
 //! `max_step_delay` ticks: the request reaches the node, which executes it
 //! ([`Action::Deliver`]); the reply comes back to the client ([`Action::Receive`]). A
@@ -308,7 +308,7 @@ impl LockModel {
     /// Whether a request of client `i` on slot `m` that got no answer stays on the wire:
     /// its link is cut, but the node it was sent to is up and on the client's side of
     /// any split brain, so TCP delivers it once the link heals. A request to a dead node,
-    /// or across a split brain that lasts to the horizon, never arrives.
+    /// or across a split brain that lasts to the horizon (or for ever), never arrives.
     fn strands(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
         let cut = s.clients[i].cut & (1 << m) != 0;
         let split_off = s.split.as_ref().is_some_and(|sp| {

@@ -83,7 +83,7 @@ pub struct Node {
 /// A split brain (the case Jepsen found in Redis Sentinel): a partition cuts master slot
 /// `slot`'s node `old` off from Sentinel and the replicas; a replica was promoted on the
 /// majority side, but `old` stays up and keeps serving the clients on its side. The
-/// partition lasts to the horizon (when it heals, Sentinel demotes `old` and its writes
+/// partition lasts to the horizon, or for ever without one (when it heals, Sentinel demotes `old` and its writes
 /// are lost; that is not modelled).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Split {

@@ -79,7 +79,7 @@
 //! `split_brains` (0 or 1; needs `topology.replicas >= 1`): a partition cuts the master
 //! off from Sentinel and its replicas, a replica is promoted, and the old master stays
 //! up serving every client that has not learnt of the new one (the partition lasts to
-//! the horizon).
+//! the horizon, or for ever without one).
 //!
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
 //! `owner_only_release`, `no_orphaned_lock`, `resource_safety`; and optionally `cause`,
@@ -270,7 +270,7 @@ pub enum Arrival {
     /// `"start"`: within `max_step_delay` ticks of the start.
     #[default]
     Start,
-    /// `"any"`: at any tick of the horizon (a real client arrives when it likes), so a
+    /// `"any"`: at any tick (of the horizon, if any) (a real client arrives when it likes), so a
     /// single attempt can land just after another holder lost its lease.
     Any,
 }
