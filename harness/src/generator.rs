@@ -869,11 +869,14 @@ mod tests {
         // lua-release-split-brain strike a hold whose key the promoted replica lacks
         // less often: with two clients there is one hold that a contender can still
         // meet, and the replica has often caught up with its key before the fault is
-        // due; a quarter of them at least.
+        // due; a fifth of them at least. (With their former horizon of 10 ticks, 12 and
+        // 11 of 40 did; checked for all time, a run goes on to the clients' late
+        // retries, the busy stretch the faults are planned in is longer, and 10 and 8
+        // do.)
         for (name, kind, share) in [
             ("lua-release-pause", FaultKind::Pause, 3.0 / 4.0),
-            ("lua-release-failover", FaultKind::Failover, 1.0 / 4.0),
-            ("lua-release-split-brain", FaultKind::SplitBrain, 1.0 / 4.0),
+            ("lua-release-failover", FaultKind::Failover, 1.0 / 5.0),
+            ("lua-release-split-brain", FaultKind::SplitBrain, 1.0 / 5.0),
         ] {
             let (struck, aimed_at_hold) = strikes(name, kind, aimed);
             eprintln!("{name}: {aimed_at_hold} of {struck} faults struck a hold");

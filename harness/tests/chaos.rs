@@ -194,10 +194,20 @@ fn a_violation_of_a_property_expected_to_hold_fails_with_the_command_that_reprod
 #[test]
 fn a_run_that_breaks_an_expected_violation_is_not_vacuous_though_nobody_finished() {
     require_environment();
-    // A paused holder's lease runs out and a second client gets in; the horizon ends
-    // before either writes. Such a run exercised the lock: exit 0, not vacuous.
-    let path = scenario_path("fencing-watchdog-pause");
+    // A paused holder's lease runs out and a second client gets in; a horizon ends the
+    // run before either writes (the scenario, checked for all time, is given one here).
+    // Such a run exercised the lock: exit 0, not vacuous.
+    let dir = temp_dir("unfinished");
+    let text = fs::read_to_string(scenario_path("fencing-watchdog-pause")).unwrap();
+    assert!(!text.contains("horizon"), "the scenario sets no horizon");
+    let path = dir.join("fencing-watchdog-pause.toml");
+    fs::write(
+        &path,
+        text.replace("[timing]\n", "[timing]\nhorizon = 12\n"),
+    )
+    .unwrap();
     let model = LockModel::new(&Scenario::load(&path).unwrap());
+    assert_eq!(model.scenario.timing.horizon, Some(12));
     let seed = (1000..1500u64)
         .find(|&s| {
             let schedule = generator::schedule(&model, s, Steering::DEFAULT);
@@ -210,7 +220,6 @@ fn a_run_that_breaks_an_expected_violation_is_not_vacuous_though_nobody_finished
                     .any(|a| matches!(a, Action::Write(_)))
         })
         .expect("some schedule breaks mutual exclusion before any write");
-    let dir = temp_dir("unfinished");
     let (out, report) = one_run(&path, seed, &dir);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert_eq!(report["critical_sections"], 0, "{report}");
