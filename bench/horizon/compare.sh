@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Every scenario of a directory checked twice, side by side: as written (to its horizon)
-# and with its horizon taken out (for all time, on the relative clock). Prints one row
-# per scenario and property: the verdict and shortest length each way, and each search's
-# unique states and seconds. A scenario that cannot run without a horizon says why.
+# Every scenario of a directory checked twice, side by side: to a horizon (its own, or
+# HORIZON ticks, default 10, for a file that sets none) and without one (for all time, on
+# the relative clock). Prints one row per scenario and property: the verdict and shortest
+# length each way, and each search's unique states and seconds. A scenario that cannot
+# run without a horizon says why.
 #
 #   bash bench/horizon/compare.sh [DIR] [-- CHECK OPTIONS]   (default scenarios/)
 #
@@ -16,11 +17,16 @@ locklab=${LOCKLAB:-target/release/locklab}
 [[ -x $locklab ]] || cargo build --release -p locklab-harness >&2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/bounded" "$work/free"
+mkdir -p "$work/bounded" "$work/free" "$work/h"
 for f in "$dir"/*.toml; do
     name=$(basename "$f" .toml)
+    bounded=$f
+    if ! grep -q '^[[:space:]]*horizon[[:space:]]*=' "$f"; then
+        bounded=$work/h/$name.toml
+        sed "s/^\[timing\][[:space:]]*\$/[timing]\nhorizon = ${HORIZON:-10}/" "$f" > "$bounded"
+    fi
     # exit 1 (a verdict other than expected) is an answer here; 2 is an error.
-    "$locklab" check "$@" --json "$work/bounded/$name.json" --reports "$work/r" "$f" \
+    "$locklab" check "$@" --json "$work/bounded/$name.json" --reports "$work/r" "$bounded" \
         >/dev/null 2>&1 || [[ $? == 1 ]]
     sed '/^[[:space:]]*horizon[[:space:]]*=/d' "$f" > "$work/$name.toml"
     if ! "$locklab" check "$@" --json "$work/free/$name.json" --reports "$work/r" \
@@ -51,7 +57,7 @@ for n in names:
     f = load("free", n)
     if f is None:
         err = open(os.path.join(work, "free", n + ".err")).read().strip().splitlines()
-        why = err[-1] if err else "refused"
+        why = (err[-1] if err else "refused").replace(work + "/", "")
         print(f"| {n} | all | | needs a horizon: {why.replace('|', '/')} | | |")
         continue
     tb += b["seconds"]; tf += f["seconds"]

@@ -263,16 +263,20 @@ pub struct SearchRun {
 }
 
 /// Writes the trace of every violated property; removes a stale trace of a property
-/// that now holds (exhaustively).
+/// that now holds (exhaustively). A trace written without its cause (`check` without
+/// `--cause`) leaves a file that is the same trace with a cause as it is, so that
+/// checking the gallery's scenarios does not undo what `report` wrote.
 fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Failure> {
     let dir = reports.join("traces");
     for p in &mut outcome.properties {
         let path = trace_path(reports, &outcome.scenario.name, p.property);
         match &p.trace {
             Some(t) => {
-                fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
-                fs::write(&path, t.to_json_pretty() + "\n")
-                    .map_err(|e| Failure::io(&path, "cannot write", e))?;
+                let text = t.to_json_pretty() + "\n";
+                if !(t.cause.is_none() && same_but_cause(&path, &text)) {
+                    fs::create_dir_all(&dir).map_err(|e| Failure::io(&dir, "cannot create", e))?;
+                    fs::write(&path, text).map_err(|e| Failure::io(&path, "cannot write", e))?;
+                }
                 p.trace_path = Some(path);
             }
             None if p.found == Found::Holds && p.bound.is_none() && path.exists() => {
@@ -282,6 +286,18 @@ fn write_traces(outcome: &mut ScenarioOutcome, reports: &Path) -> Result<(), Fai
         }
     }
     Ok(())
+}
+
+/// Whether the trace file at `path` holds the trace `text` (JSON without a cause) and
+/// a cause besides.
+fn same_but_cause(path: &Path, text: &str) -> bool {
+    let read = |t: &str| serde_json::from_str::<serde_json::Value>(t).ok();
+    let Some(serde_json::Value::Object(mut old)) =
+        fs::read_to_string(path).ok().and_then(|t| read(&t))
+    else {
+        return false;
+    };
+    old.remove("cause").is_some() && read(text) == Some(serde_json::Value::Object(old))
 }
 
 /// Checks each scenario with progress on stderr, computes the cause of each violation
@@ -332,6 +348,22 @@ pub fn check_with(
 mod tests {
     use super::*;
     use locklab_model::scenario::load_paths;
+
+    /// A trace written without its cause leaves the same trace with a cause as it is,
+    /// and only that.
+    #[test]
+    fn a_trace_without_its_cause_keeps_the_file_that_has_one() {
+        let dir = std::env::temp_dir().join(format!("locklab-cause-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.json");
+        fs::write(&path, "{\"steps\": [1, 2], \"cause\": {\"needs\": []}}\n").unwrap();
+        assert!(same_but_cause(&path, "{\"steps\": [1, 2]}"));
+        assert!(!same_but_cause(&path, "{\"steps\": [1, 3]}"));
+        fs::write(&path, "{\"steps\": [1, 2]}\n").unwrap();
+        assert!(!same_but_cause(&path, "{\"steps\": [1, 2]}"));
+        assert!(!same_but_cause(&dir.join("missing.json"), "{}"));
+        fs::remove_dir_all(&dir).ok();
+    }
 
     /// Every heavy file of the gallery has its measured time, and every entry is a file.
     #[test]
