@@ -1,8 +1,8 @@
 //! The stateright model: a small struct, an action enum, and the properties beside them.
 //!
 //! Time is partially synchronous (docs/ARCHITECTURE.md, "Model semantics"): a global `Tick` up to
-//! the horizon, if the scenario has one ([`crate::relative_time`] without), disabled while a running client has had a step pending for
-//! `max_step_delay` ticks. A command travels in two legs, each delivered within
+//! the horizon, if the scenario has one ([`crate::relative_time`] without), disabled while
+//! a running client has had a step pending for `max_step_delay` ticks. A command travels in two legs, each delivered within
 //! `max_step_delay` ticks: the request reaches the node, which executes it
 //! ([`Action::Deliver`]); the reply comes back to the client ([`Action::Receive`]). A
 //! paused client receives nothing until it resumes (its reply waits, and the clock may
