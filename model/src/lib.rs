@@ -12,6 +12,8 @@
 //! (`script_memo`).
 
 pub mod action;
+#[cfg(test)]
+mod bisimilar;
 pub mod blame;
 pub mod call;
 pub mod cause;

@@ -67,15 +67,7 @@ pub(crate) fn absolute_time(
                 .to_string(),
         );
     }
-    let lock = lock?;
-    let steps = lock
-        .acquire
-        .iter()
-        .map(|s| ("acquire", s))
-        .chain([("release", &lock.release)])
-        .chain(lock.renew.iter().map(|s| ("renew", s)))
-        .chain(lock.reenter.iter().map(|s| ("reenter", s)));
-    for (name, step) in steps {
+    for (name, step) in lock?.steps() {
         let found = match &step.action {
             locklab::design::custom::Action::Command(words) => words
                 .iter()
