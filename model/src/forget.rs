@@ -134,15 +134,17 @@ mod tests {
 
     /// Reachable states one step after a state as the search stores it (unread values
     /// forgotten, tokens by first appearance, clients and masters by role), which is
-    /// where forgetting too much shows: about `count` of them, spread over the whole
-    /// stored space (its first 50 000 stored states) rather than its first levels.
+    /// where forgetting too much shows: about `count` of them, spread over the stored
+    /// space (its first `25 * count` stored states: 50,000 for the full check) rather
+    /// than its first levels.
     fn after_stored(model: &LockModel, count: usize) -> Vec<State> {
+        let stored_cap = 25 * count;
         let options = crate::search::SearchOptions::default();
         let mut level = vec![options.representative(model, model.init_states().remove(0))];
         let mut seen: HashSet<u64> = level.iter().map(|r| r.fingerprint).collect();
         let mut stored = Vec::new();
         let mut actions = Vec::new();
-        while !level.is_empty() && stored.len() < 50_000 {
+        while !level.is_empty() && stored.len() < stored_cap {
             let mut next = Vec::new();
             for r in level {
                 actions.clear();
