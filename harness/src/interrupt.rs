@@ -4,7 +4,25 @@
 //! exits 130 (SIGINT) or 143 (SIGTERM), as a shell reports a process its signal ended.
 //! The interrupted run writes no report: its history is incomplete.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use tokio::signal::unix::{signal, SignalKind};
+
+/// Set by the watcher as soon as a signal arrives, before it removes anything: from then
+/// on the watcher owns the process's exit.
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Called by `main` once the command has returned, before it prints or exits: after a
+/// signal the watcher is removing the containers and exits with the signal's status, and
+/// the command's own ending (often an error from a container removed under it) must not
+/// win that race.
+pub fn wait_if_stopping() {
+    if STOPPING.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
 
 /// Starts the watcher; the first SIGINT or SIGTERM ends the process.
 pub fn remove_containers_on_interrupt() {
@@ -35,6 +53,7 @@ pub fn remove_containers_on_interrupt() {
                 _ = term.recv() => ("SIGTERM", 143),
             }
         });
+        STOPPING.store(true, Ordering::SeqCst);
         eprintln!(
             "\nlocklab: {name}: stopping, removing this run's containers (no report is written)"
         );

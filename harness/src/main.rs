@@ -65,7 +65,9 @@ impl Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cmd::run(&cli) {
+    let result = cmd::run(&cli);
+    interrupt::wait_if_stopping();
+    match result {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(2)),
         Err(Failure::BadInput(line)) => {
             // As is: `file:line: key `x`: message`, which editors can jump to.
