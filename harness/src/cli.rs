@@ -60,7 +60,8 @@ pub struct SearchArgs {
     /// as holding within N steps.
     #[arg(long, value_name = "N")]
     pub max_depth: Option<usize>,
-    /// Worker threads per scenario [default: the number of CPUs].
+    /// Worker threads per scenario [default: the number of CPUs; for `check` and
+    /// `report` of several scenarios, the CPUs shared among their --jobs].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     pub threads: Option<u16>,
     /// Do not merge states that differ only by a renaming of clients (and of Redlock's
@@ -81,6 +82,16 @@ pub struct SearchArgs {
     /// --no-pause-placement).
     #[arg(long)]
     pub plain: bool,
+}
+
+/// How many scenarios `check` and `report` search at once.
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// Scenarios searched at once [default: the number of CPUs, each search on one
+    /// thread; with --threads N, the CPUs / N]. The longest searches start first; the
+    /// table's rows, the JSON and the traces are the same for any N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
 }
 
 #[derive(Debug, Args)]
@@ -110,6 +121,8 @@ pub struct CheckArgs {
     pub shard: Option<crate::shard::Shard>,
     #[command(flatten)]
     pub search: SearchArgs,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
     #[command(flatten)]
     pub strategy: crate::strategy::StrategyArgs,
 }
@@ -227,6 +240,8 @@ pub struct ReportArgs {
     pub reports: PathBuf,
     #[command(flatten)]
     pub search: SearchArgs,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
 }
 
 #[derive(Debug, Args)]

@@ -75,16 +75,103 @@ fn matching_verdicts_exit_0() {
         "{table}"
     );
     // Not a terminal: where the traces go (not the gallery's reports/: these files are
-    // not in scenarios/), then one plain line per scenario with its place in the run,
-    // no control characters.
+    // not in scenarios/), then one plain line per scenario with its place in the run
+    // (in the order they finish: they may be searched at once), no control characters.
     let err = stderr(&out);
-    let lines: Vec<&str> = err.lines().collect();
+    let mut lines: Vec<&str> = err.lines().collect();
     assert_eq!(lines.len(), 3, "{err}");
     assert!(lines[0].starts_with("traces go to "), "{err}");
     assert!(!dir.join("reports").exists(), "{err}");
+    lines[1..].sort_unstable();
     assert!(lines[1].starts_with("[1/2] checked slow: "), "{err}");
     assert!(lines[2].starts_with("[2/2] checked crash: "), "{err}");
     assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+}
+
+/// `value` without its timings (`seconds`, `first_counterexample_seconds`) and with the
+/// trace folder `from` named `to`: what must not depend on how the search was run.
+fn without_timings(value: &serde_json::Value, from: &str, to: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| !k.ends_with("seconds"))
+                .map(|(k, v)| (k.clone(), without_timings(v, from, to)))
+                .collect(),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| without_timings(v, from, to)).collect())
+        }
+        Value::String(s) => Value::String(s.replace(from, to)),
+        v => v.clone(),
+    }
+}
+
+/// Scenarios searched at once (`--jobs 3`) give what one at a time gives: the same exit
+/// status, the same JSON but for the seconds, the same trace files, the table's rows in
+/// the order of the files, one progress line per scenario.
+#[test]
+fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
+    let dir = temp_dir("jobs");
+    write(&dir, "slow", &slow_holder("slow").text);
+    write(&dir, "crash", &naive_crash("crash").text);
+    let wrong = slow_holder("wrong");
+    write(
+        &dir,
+        "wrong",
+        &wrong.flipped(&slow_holder_body("wrong"), Property::MutualExclusion),
+    );
+    let files = ["slow.toml", "crash.toml", "wrong.toml"];
+    let run = |jobs: &str| {
+        let (json, reports) = (format!("{jobs}.json"), format!("r{jobs}"));
+        let mut args = vec!["check", "--jobs", jobs, "--threads", "1"];
+        args.extend(["--json", &json, "--reports", &reports]);
+        args.extend(files);
+        let out = locklab(&dir, &args);
+        let text = fs::read_to_string(dir.join(&json)).expect("the JSON is written");
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        (out, without_timings(&value, &reports, "R"))
+    };
+    let (one, one_json) = run("1");
+    let (three, three_json) = run("3");
+    assert_eq!(code(&one), 1, "{}", stderr(&one));
+    assert_eq!(code(&three), code(&one), "{}", stderr(&three));
+    assert_eq!(three_json, one_json);
+    let traces = |reports: &str| {
+        let mut files: Vec<(String, String)> = fs::read_dir(dir.join(reports).join("traces"))
+            .unwrap()
+            .map(|e| {
+                let path = e.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, fs::read_to_string(&path).unwrap())
+            })
+            .collect();
+        files.sort();
+        files
+    };
+    assert!(!traces("r1").is_empty());
+    assert_eq!(traces("r3"), traces("r1"));
+    // Each row's result, scenario and property, in the files' order.
+    let rows = |out: &std::process::Output| {
+        stdout(out)
+            .lines()
+            .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&three), rows(&one));
+    let names: Vec<String> = rows(&three)
+        .iter()
+        .filter_map(|r| r.split(' ').nth(1).map(str::to_string))
+        .filter(|n| ["slow", "crash", "wrong"].contains(&n.as_str()))
+        .collect();
+    let mut firsts = names.clone();
+    firsts.dedup();
+    assert_eq!(firsts, ["slow", "crash", "wrong"], "{}", stdout(&three));
+    let err = stderr(&three);
+    for (k, name) in ["slow", "crash", "wrong"].iter().enumerate() {
+        let line = format!("[{}/3] checked {name}: ", k + 1);
+        assert_eq!(err.matches(&line).count(), 1, "{err}");
+    }
 }
 
 #[test]

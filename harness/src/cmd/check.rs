@@ -10,7 +10,7 @@ use locklab_model::search::SearchOptions;
 use crate::cli::CheckArgs;
 use crate::files::write_file;
 use crate::scenario_args::load;
-use crate::search::{check_with, search_options, Reporter};
+use crate::search::{check_with, shared_search, Reporter};
 use crate::shard::select;
 use crate::verdict::exit_code_allowing;
 use crate::{junit, output, table, Failure};
@@ -56,9 +56,10 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         }
         None => (scenarios, None),
     };
+    let (jobs, options) = shared_search(&args.search, args.jobs.jobs, scenarios.len());
     let options = SearchOptions {
         time_limit: args.strategy.time_limit(),
-        ..search_options(&args.search)
+        ..options
     };
     let mut reporter = Reporter::new();
     reporter.walks = args.strategy.walks()?;
@@ -73,12 +74,14 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
     // `--json -` takes stdout for the JSON; the table then goes to stderr.
     let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
     let show = |text: &str| {
-        if json_to_stdout {
-            eprint!("{text}");
-        } else {
-            print!("{text}");
-            let _ = std::io::stdout().flush();
-        }
+        reporter.suspend(|| {
+            if json_to_stdout {
+                eprint!("{text}");
+            } else {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+            }
+        })
     };
     // Each scenario's rows as it finishes, the header before the first.
     let layout = table::Layout::ahead(scenarios.iter().map(|s| s.name.as_str()));
@@ -87,6 +90,7 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
         &reporter,
         &scenarios,
         &options,
+        jobs,
         &reports,
         args.cause,
         &mut |o| show(&(header.take().unwrap_or_default() + &layout.rows(o))),

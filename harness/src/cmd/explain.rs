@@ -109,7 +109,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
     let scenario = resolve(&args.scenario)?;
     let options = search_options(&args.search);
     let reporter = Reporter::new();
-    let searched = reporter.search(&scenario, &options)?;
+    let searched = reporter.search(None, &scenario, &options)?;
     let r = &searched.result;
     let violated: Vec<Property> = r
         .counterexamples
@@ -117,7 +117,7 @@ pub fn run(args: &ExplainArgs) -> Result<i32, Failure> {
         .filter(|(p, c)| c.is_some() && only.is_none_or(|o| o == *p))
         .map(|(p, _)| *p)
         .collect();
-    let without = reporter.cause_searches(&scenario, &violated, &options);
+    let without = reporter.cause_searches(None, &scenario, &violated, &options);
     let mut shown = 0;
     for (property, counterexample) in &r.counterexamples {
         if only.is_some_and(|p| p != *property) {

@@ -139,7 +139,7 @@ fn search_counterexamples(scenario: &Scenario) -> Result<SearchRun, Failure> {
         threads,
         ..SearchOptions::default()
     };
-    Reporter::new().search(scenario, &options)
+    Reporter::new().search(None, scenario, &options)
 }
 
 /// The counterexamples of a scenario: stored traces, or the model's.

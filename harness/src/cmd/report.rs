@@ -21,8 +21,7 @@ use crate::cli::ReportArgs;
 use crate::files::write_file;
 use crate::report::{self, Page};
 use crate::scenario_args::load;
-use crate::search::check_all;
-use crate::search::search_options;
+use crate::search::{check_all, shared_search};
 use crate::verdict::exit_code;
 use crate::Failure;
 
@@ -41,8 +40,8 @@ pub fn run(args: &ReportArgs) -> Result<i32, Failure> {
     let mut scenarios = load(&paths)?;
     // Design order, then name: the matrix groups the designs.
     scenarios.sort_by(|a, b| (a.design, &a.name).cmp(&(b.design, &b.name)));
-    let options = search_options(&args.search);
-    let outcomes = check_all(&scenarios, &options, &args.reports)?;
+    let (jobs, options) = shared_search(&args.search, args.jobs.jobs, scenarios.len());
+    let outcomes = check_all(&scenarios, &options, jobs, &args.reports)?;
     let pages = outcomes
         .iter()
         .map(|o| report::page(o, &args.reports))
