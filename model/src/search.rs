@@ -411,6 +411,48 @@ fn step(model: &LockModel, options: &SearchOptions, s: &State, a: Action) -> Opt
     model.within_boundary(&next).then_some(next)
 }
 
+/// What the search reads of a candidate state, read by the worker that found it: which
+/// of the properties not yet violated at the start of its level it breaks, and whether
+/// a client completed its critical section.
+struct Read {
+    /// Bit `k`: `Property::ALL[k]` is violated (read only where it was open).
+    violated: u8,
+    purchased: bool,
+}
+
+impl Read {
+    fn of(model: &LockModel, open: &[bool], s: &State) -> Read {
+        let violated = Property::ALL
+            .iter()
+            .enumerate()
+            .filter(|&(k, p)| open[k] && !model.holds(*p, s))
+            .fold(0u8, |bits, (k, _)| bits | 1 << k);
+        Read {
+            violated,
+            purchased: LockModel::purchased(s),
+        }
+    }
+
+    /// Records a stored state's reading: its fingerprint as the first violation of each
+    /// property it breaks that none before it broke.
+    fn record(
+        &self,
+        fp: u64,
+        found: &mut [Option<u64>],
+        purchased: &mut bool,
+        first_seconds: &mut Option<f64>,
+        start: Instant,
+    ) {
+        for (k, f) in found.iter_mut().enumerate() {
+            if f.is_none() && self.violated & 1 << k != 0 {
+                *f = Some(fp);
+                first_seconds.get_or_insert(start.elapsed().as_secs_f64());
+            }
+        }
+        *purchased |= self.purchased;
+    }
+}
+
 /// Explore `model` breadth-first; `progress` is called after each level.
 pub fn search(
     model: &LockModel,
@@ -436,20 +478,17 @@ pub fn search(
     let mut states = 0u64;
     let mut coverage = Coverage::default();
 
-    let mut check = |s: &State, fp: u64, found: &mut Vec<Option<u64>>, purchased: &mut bool| {
-        for (k, p) in Property::ALL.iter().enumerate() {
-            if found[k].is_none() && !model.holds(*p, s) {
-                found[k] = Some(fp);
-                first_seconds.get_or_insert(start.elapsed().as_secs_f64());
-            }
-        }
-        *purchased |= LockModel::purchased(s);
-    };
-
     for s in model.init_states() {
         let (fp, s) = canon(s);
         if visited.insert(fp, fp).is_none() {
-            check(&s, fp, &mut found, &mut purchased);
+            let open = [true; Property::ALL.len()];
+            Read::of(model, &open, &s).record(
+                fp,
+                &mut found,
+                &mut purchased,
+                &mut first_seconds,
+                start,
+            );
             frontier.push((fp, s));
         }
     }
@@ -476,15 +515,19 @@ pub fn search(
         }
         // Workers drop successors already visited (at an earlier depth, or by an
         // earlier block of this one) or twice in their own chunk, so that only
-        // candidates for the next level are kept in memory. Blocks and chunks are merged
-        // in frontier order: the first discovery of a state is the same as in one pass.
-        let expand = |chunk: &[(u64, State)], visited_before: &FxHashMap<u64, u64>| {
+        // candidates for the next level are kept in memory, and read each candidate's
+        // properties (those not yet violated) and purchase, so that the one thread that
+        // merges only looks up and stores. Blocks and chunks are merged in frontier
+        // order: the first discovery of a state is the same as in one pass. Each worker
+        // frees its own chunk.
+        let open: Vec<bool> = found.iter().map(Option::is_none).collect();
+        let expand = |chunk: Vec<(u64, State)>, visited_before: &FxHashMap<u64, u64>| {
             let mut out = Vec::new();
             let mut seen = FxHashSet::default();
             let mut generated = 0u64;
             let mut coverage = Coverage::default();
             let mut actions = Vec::new();
-            for (parent, s) in chunk {
+            for (parent, s) in &chunk {
                 let parent = *parent;
                 offered(model, options, s, &mut actions);
                 for &a in &actions {
@@ -495,13 +538,15 @@ pub fn search(
                     coverage.record(model, s, a);
                     let (fp, next) = canon(next);
                     if !visited_before.contains_key(&fp) && seen.insert(fp) {
-                        out.push((fp, parent, next));
+                        let read = Read::of(model, &open, &next);
+                        out.push((fp, parent, next, read));
                     }
                 }
             }
+            drop(chunk);
             (generated, coverage, out)
         };
-        type Batch = (u64, Coverage, Vec<(u64, u64, State)>);
+        type Batch = (u64, Coverage, Vec<(u64, u64, State, Read)>);
         let mut next_frontier = Vec::new();
         let mut rest = std::mem::take(&mut frontier).into_iter();
         loop {
@@ -512,13 +557,19 @@ pub fn search(
             }
             let visited_before = &visited;
             let batches: Vec<Batch> = if threads == 1 || block.len() < 64 {
-                vec![expand(&block, visited_before)]
+                vec![expand(block, visited_before)]
             } else {
                 let size = block.len().div_ceil(threads);
+                let mut states = block.into_iter();
+                let chunks: Vec<Vec<(u64, State)>> = std::iter::from_fn(|| {
+                    let c: Vec<_> = states.by_ref().take(size).collect();
+                    (!c.is_empty()).then_some(c)
+                })
+                .collect();
                 let expand = &expand;
                 std::thread::scope(|scope| {
-                    let handles: Vec<_> = block
-                        .chunks(size)
+                    let handles: Vec<_> = chunks
+                        .into_iter()
                         .map(|c| scope.spawn(move || expand(c, visited_before)))
                         .collect();
                     handles
@@ -527,14 +578,13 @@ pub fn search(
                         .collect()
                 })
             };
-            drop(block);
             for (generated, covered, batch) in batches {
                 states += generated;
                 coverage.merge(&covered);
-                for (fp, parent, s) in batch {
+                for (fp, parent, s, read) in batch {
                     if let std::collections::hash_map::Entry::Vacant(v) = visited.entry(fp) {
                         v.insert(parent);
-                        check(&s, fp, &mut found, &mut purchased);
+                        read.record(fp, &mut found, &mut purchased, &mut first_seconds, start);
                         next_frontier.push((fp, s));
                     }
                 }
