@@ -88,12 +88,12 @@ pub fn shared_search(
 /// The searches that take a minute or more: the five-master Redlock files, with the
 /// distinct states and the seconds `locklab check` took on this project's two-core
 /// machine on one thread (two files searched at once, as `check` runs them) and on two
-/// (each alone) (2026-11-27; README, "Redlock on five masters"). A test keeps every such
+/// (each alone) (2026-11-28; README, "Redlock on five masters"). A test keeps every such
 /// file of `scenarios/` here.
 const HEAVY: [(&str, f64, u32, u32); 4] = [
-    ("redlock5-no-faults", 0.4, 5, 4),
-    ("redlock5-gc-pause", 4.4, 51, 37),
-    ("redlock5-clock-jump", 3.7, 41, 29),
+    ("redlock5-no-faults", 0.4, 5, 3),
+    ("redlock5-gc-pause", 4.4, 51, 31),
+    ("redlock5-clock-jump", 3.7, 41, 27),
     ("redlock5-restart", 1.9, 21, 16),
 ];
 
