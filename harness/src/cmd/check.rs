@@ -83,7 +83,8 @@ pub fn run(args: &CheckArgs) -> Result<i32, Failure> {
             }
         })
     };
-    // Each scenario's rows as it finishes, the header before the first.
+    // Each scenario's rows once it and every one before it have finished, the header
+    // before the first.
     let layout = table::Layout::ahead(scenarios.iter().map(|s| s.name.as_str()));
     let mut header = Some(layout.header());
     let outcomes = check_with(
