@@ -22,7 +22,7 @@ use crate::verdict::{attach_causes, outcome, violated, Found, ScenarioOutcome};
 use crate::Failure;
 
 /// The CPUs of this machine (1 when they cannot be read).
-fn cpus() -> usize {
+pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

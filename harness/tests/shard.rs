@@ -40,23 +40,6 @@ fn suite(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The report with its wall times blanked.
-fn timeless_json(v: &mut Value) {
-    match v {
-        Value::Object(o) => {
-            for (k, x) in o.iter_mut() {
-                if k == "seconds" || k == "first_counterexample_seconds" {
-                    *x = Value::Null;
-                } else {
-                    timeless_json(x);
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(timeless_json),
-        _ => {}
-    }
-}
-
 /// The XML with every `time="..."` attribute blanked.
 fn timeless_xml(xml: &str) -> String {
     let mut out = String::new();

@@ -38,7 +38,7 @@ use serde_json::{json, Value};
 use crate::cli::ReplayArgs;
 use crate::files::{trace_path, write_file};
 use crate::scenario_args::{is_trace, load_trace, resolve};
-use crate::search::{Reporter, SearchRun};
+use crate::search::{cpus, Reporter, SearchRun};
 use crate::Failure;
 
 /// A counterexample to run: where it came from and what the model says it breaks.
@@ -134,9 +134,8 @@ fn still_valid(scenario: &Scenario, trace: &Trace, property: Property) -> bool {
 
 /// The model's search for counterexamples, as `locklab check` runs it.
 fn search_counterexamples(scenario: &Scenario) -> Result<SearchRun, Failure> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let options = SearchOptions {
-        threads,
+        threads: cpus(),
         ..SearchOptions::default()
     };
     Reporter::new().search(None, scenario, &options)
