@@ -15,7 +15,7 @@
 //! it hands out later stay fresh. A custom lock (design `custom`) is hashed as it is: its
 //! scripts may do anything with a token's text.
 
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 
 use locklab::DesignId;
 
@@ -36,8 +36,13 @@ pub(crate) fn token_number(bytes: &[u8]) -> Option<u32> {
 }
 
 /// The hasher of state fingerprints: it gathers the bytes a state's `Hash` writes
-/// and hashes them in one piece with the standard hasher (SipHash-1-3) at the end, which
-/// is several times faster than feeding it the hundreds of small writes one by one.
+/// and hashes them in one piece at the end, which is several times faster than feeding
+/// a hasher the hundreds of small writes one by one. The hash is XXH3-64: it passes
+/// SMHasher's tests of distribution and collisions, as SipHash-1-3 (the standard
+/// hasher, used before) does, and on a state's few hundred bytes it is several times
+/// faster (the plain search of the SPIN mirror: 9 % less time in all). Neither is keyed
+/// at random, so the birthday bound a search reports assumes states that nobody chose to
+/// collide, for both alike.
 /// With `token_names`, every byte string that is a token is written as the order of its
 /// first appearance instead. (A string comes as its bytes through `write`, then a `0xff`
 /// through `write_u8`; integers come through their own methods, untouched.)
@@ -94,9 +99,7 @@ impl Hasher for StateHasher<'_> {
         write_isize: isize
     );
     fn finish(&self) -> u64 {
-        let mut h = DefaultHasher::new();
-        h.write(self.bytes);
-        h.finish()
+        xxhash_rust::xxh3::xxh3_64(self.bytes)
     }
 }
 
