@@ -466,8 +466,12 @@ async fn renewal_due(
 /// When a request kept back lands.
 #[derive(Clone, Copy, Debug)]
 enum Landing {
-    /// Once this long has passed, at a moment when another client is in its critical
-    /// section (a late release or renewal deletes or extends that one's lock).
+    /// Once this long has passed, at a moment when a later hold is in its critical
+    /// section: another client's, or the sender's own next one (a late release or
+    /// renewal deletes or extends that hold's lock). A client that releases and at once
+    /// acquires again is often the first to get the lock back, and may keep it for the
+    /// rest of the soak while the others back off: its own next hold is then the only
+    /// one its late request can land under.
     AnotherInside(Duration),
     /// Once this long has passed, at a moment when no client is in its critical section
     /// (a late acquire takes the lock for nobody).
@@ -537,7 +541,16 @@ async fn keep_and_deliver(
         let due = |after: Duration| tokio::time::Instant::now() >= kept_when + after;
         let at = match landing {
             Landing::AnotherInside(after) => {
-                (due(after) && others > 0).then(|| format!("under another holder at {now:.0} ms"))
+                let own_next =
+                    holding[c].1 != generation && rec.inside().iter().any(|(i, _)| *i == c);
+                match (due(after), others > 0, own_next) {
+                    (true, true, _) => Some(format!("under another holder at {now:.0} ms")),
+                    (true, false, true) => Some(format!(
+                        "under client{}'s own next hold at {now:.0} ms",
+                        c + 1
+                    )),
+                    _ => None,
+                }
             }
             Landing::NobodyInside(after) => (due(after) && rec.inside().is_empty())
                 .then(|| format!("while nobody held, at {now:.0} ms")),
@@ -883,7 +896,7 @@ pub async fn run(
                     (target, Duration::ZERO, Landing::AfterRelease)
                 } else {
                     // Mostly the holder's next request, its release or a renewal,
-                    // landing under another holder; every fourth time that of a client
+                    // landing under a later hold; every fourth time that of a client
                     // outside its critical section, an acquire, landing while nobody
                     // holds.
                     let acquire = rng.random_bool(0.25);
