@@ -402,7 +402,7 @@ pub(crate) fn command_line() -> String {
 
 /// Cores and CPU model of this machine.
 fn machine() -> String {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::search::cpus();
     let model = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|info| {

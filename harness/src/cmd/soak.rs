@@ -88,7 +88,7 @@ impl ModelVerdict {
 fn model_verdicts(scenario: &Scenario, limit: Duration) -> (Vec<ModelVerdict>, String) {
     let model = LockModel::new(scenario);
     let options = SearchOptions {
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        threads: crate::search::cpus(),
         time_limit: Some(limit),
         ..SearchOptions::default()
     };
