@@ -40,9 +40,9 @@ pub(crate) fn token_number(bytes: &[u8]) -> Option<u32> {
 /// a hasher the hundreds of small writes one by one. The hash is XXH3-64: it passes
 /// SMHasher's tests of distribution and collisions, as SipHash-1-3 (the standard
 /// hasher, used before) does, and on a state's few hundred bytes it is several times
-/// faster (the plain search of the SPIN mirror: 9 % less time in all). Neither is keyed
-/// at random, so the birthday bound a search reports assumes states that nobody chose to
-/// collide, for both alike.
+/// faster (the SPIN mirror searched with `--no-symmetry`: 9 % less time in all).
+/// Neither is keyed at random, so the birthday bound a search reports assumes states
+/// that nobody chose to collide, for both alike.
 /// With `token_names`, every byte string that is a token is written as the order of its
 /// first appearance instead. (A string comes as its bytes through `write`, then a `0xff`
 /// through `write_u8`; integers come through their own methods, untouched.)
