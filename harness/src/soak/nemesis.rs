@@ -466,12 +466,15 @@ async fn renewal_due(
 /// When a request kept back lands.
 #[derive(Clone, Copy, Debug)]
 enum Landing {
-    /// Once this long has passed, at a moment when a later hold is in its critical
-    /// section: another client's, or the sender's own next one (a late release or
-    /// renewal deletes or extends that hold's lock). A client that releases and at once
-    /// acquires again is often the first to get the lock back, and may keep it for the
-    /// rest of the soak while the others back off: its own next hold is then the only
-    /// one its late request can land under.
+    /// Once this long has passed, at a moment when a later hold has just entered its
+    /// critical section: another client's, or the sender's own next one (a late release
+    /// or renewal deletes or extends that hold's lock). A client that releases and at
+    /// once acquires again is often the first to get the lock back, and may keep it for
+    /// the rest of the soak while the others back off: its own next hold is then the
+    /// only one its late request can land under. Early in the hold, so that a lock the
+    /// request deletes stays deleted while the others retry (a quarter to half a tick)
+    /// and the holder still works: landed in a hold's last milliseconds, it deletes a
+    /// lock nobody gets to take beside it.
     AnotherInside(Duration),
     /// Once this long has passed, at a moment when no client is in its critical section
     /// (a late acquire takes the lock for nobody).
@@ -537,13 +540,16 @@ async fn keep_and_deliver(
             break None;
         }
         let (now, holding) = rec.holding();
-        let others = rec.inside().iter().filter(|(i, _)| *i != c).count();
+        let inside = rec.inside();
         let due = |after: Duration| tokio::time::Instant::now() >= kept_when + after;
         let at = match landing {
             Landing::AnotherInside(after) => {
+                // Entered within the first quarter of its work.
+                let fresh = |since: f64| now - since <= (plan.work_ms as f64 / 4.0).max(1.0);
+                let fresh_others = inside.iter().any(|&(i, s)| i != c && fresh(s));
                 let own_next =
-                    holding[c].1 != generation && rec.inside().iter().any(|(i, _)| *i == c);
-                match (due(after), others > 0, own_next) {
+                    holding[c].1 != generation && inside.iter().any(|&(i, s)| i == c && fresh(s));
+                match (due(after), fresh_others, own_next) {
                     (true, true, _) => Some(format!("under another holder at {now:.0} ms")),
                     (true, false, true) => Some(format!(
                         "under client{}'s own next hold at {now:.0} ms",
