@@ -657,16 +657,17 @@ fn bench_checker_writes_a_row_per_configuration() {
     let dir = temp_dir("bench");
     let c = naive_crash("bench-me");
     let path = write(&dir, "bench-me", &c.text);
-    let out = locklab(
-        &dir,
-        &[
+    let bench = || {
+        let args = [
             "bench",
             "checker",
             path.to_str().unwrap(),
             "--out",
             "out/bench.md",
-        ],
-    );
+        ];
+        locklab(&dir, &args)
+    };
+    let out = bench();
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     let report = fs::read_to_string(dir.join("out/bench.md")).unwrap();
     assert!(report.contains("locklab bench checker"), "{report}");
@@ -706,6 +707,22 @@ fn bench_checker_writes_a_row_per_configuration() {
         stderr(&out).contains("benched bench-me"),
         "{}",
         stderr(&out)
+    );
+    // A section written by hand under the table is kept when the table is regenerated.
+    let by_hand = "## Measured by hand\n\nA figure no run measures again.\n";
+    fs::write(dir.join("out/bench.md"), format!("{report}{by_hand}")).unwrap();
+    let again = bench();
+    assert_eq!(code(&again), 0, "{}", stderr(&again));
+    let report = fs::read_to_string(dir.join("out/bench.md")).unwrap();
+    assert!(report.ends_with(by_hand), "{report}");
+    assert_eq!(report.matches(by_hand).count(), 1, "{report}");
+    assert_eq!(
+        report
+            .lines()
+            .filter(|l| l.starts_with("| bench-me "))
+            .count(),
+        3,
+        "{report}"
     );
 }
 
