@@ -558,7 +558,7 @@ async fn keep_and_deliver(
                     _ => None,
                 }
             }
-            Landing::NobodyInside(after) => (due(after) && rec.inside().is_empty())
+            Landing::NobodyInside(after) => (due(after) && inside.is_empty())
                 .then(|| format!("while nobody held, at {now:.0} ms")),
             Landing::AfterRelease => (holding[c].1 != generation)
                 .then(|| format!("after client{} released, at {now:.0} ms", c + 1)),
