@@ -266,7 +266,7 @@ pub struct BenchArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
-    /// Model checker speed per scenario: symmetry on and off, one and two threads.
+    /// Model checker speed per scenario: every reduction on (one and two threads) and none (one thread).
     Checker(BenchCheckerArgs),
     /// Chaos generator detection power: how many seeds' model walks break what each
     /// scenario expects broken, per way of picking steps (no Docker needed).
@@ -298,7 +298,8 @@ pub struct BenchCheckerArgs {
     /// Scenario files or directories of them [default: scenarios/].
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Where to write the Markdown report.
+    /// Where to write the Markdown report; of a report already there, the sections written
+    /// by hand under its table are kept.
     #[arg(long, value_name = "FILE", default_value = "reports/bench-checker.md")]
     pub out: PathBuf,
     /// Stop a search after the level that ends past this many seconds; its row is
