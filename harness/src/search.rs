@@ -43,6 +43,7 @@ pub fn search_options(args: &SearchArgs) -> SearchOptions {
         SearchOptions {
             threads,
             max_depth: args.max_depth,
+            compact: args.compact,
             ..base
         },
         |options, (_, r)| options.without(r),

@@ -90,7 +90,8 @@ fn matching_verdicts_exit_0() {
 
 /// Scenarios searched at once (`--jobs 3`) give what one at a time gives: the same exit
 /// status, the same JSON but for the seconds, the same trace files, the table's rows in
-/// the order of the files, one progress line per scenario.
+/// the order of the files, one progress line per scenario. So do compact levels
+/// (`--compact`).
 #[test]
 fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
     let dir = temp_dir("jobs");
@@ -103,10 +104,12 @@ fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
         &wrong.flipped(&slow_holder_body("wrong"), Property::MutualExclusion),
     );
     let files = ["slow.toml", "crash.toml", "wrong.toml"];
-    let run = |jobs: &str| {
-        let (json, reports) = (format!("{jobs}.json"), format!("r{jobs}"));
+    let run = |jobs: &str, extra: &[&str]| {
+        let tag = format!("{jobs}{}", extra.concat());
+        let (json, reports) = (format!("{tag}.json"), format!("r{tag}"));
         let mut args = vec!["check", "--jobs", jobs, "--threads", "1"];
         args.extend(["--json", &json, "--reports", &reports]);
+        args.extend(extra);
         args.extend(files);
         let out = locklab(&dir, &args);
         // The JSON with its wall times blanked and the trace folder's name left out.
@@ -116,11 +119,14 @@ fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
         timeless_json(&mut value);
         (out, value)
     };
-    let (one, one_json) = run("1");
-    let (three, three_json) = run("3");
+    let (one, one_json) = run("1", &[]);
+    let (three, three_json) = run("3", &[]);
+    let (compact, compact_json) = run("1", &["--compact"]);
     assert_eq!(code(&one), 1, "{}", stderr(&one));
     assert_eq!(code(&three), code(&one), "{}", stderr(&three));
+    assert_eq!(code(&compact), code(&one), "{}", stderr(&compact));
     assert_eq!(three_json, one_json);
+    assert_eq!(compact_json, one_json);
     let traces = |reports: &str| {
         let mut files: Vec<(String, String)> = fs::read_dir(dir.join(reports).join("traces"))
             .unwrap()
@@ -135,6 +141,7 @@ fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
     };
     assert!(!traces("r1").is_empty());
     assert_eq!(traces("r3"), traces("r1"));
+    assert_eq!(traces("r1--compact"), traces("r1"));
     // Each row's result, scenario and property, in the files' order.
     let rows = |out: &std::process::Output| {
         stdout(out)
@@ -143,6 +150,7 @@ fn scenarios_checked_at_once_give_what_one_at_a_time_gives() {
             .collect::<Vec<_>>()
     };
     assert_eq!(rows(&three), rows(&one));
+    assert_eq!(rows(&compact), rows(&one));
     let names: Vec<String> = rows(&three)
         .iter()
         .filter_map(|r| r.split(' ').nth(1).map(str::to_string))

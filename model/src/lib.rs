@@ -5,7 +5,8 @@
 //! Redis ([`redis`]), logical clocks, faults and the four properties ([`model`]), and a
 //! breadth-first search that merges symmetric states ([`symmetry`]: clients, and
 //! Redlock's independent masters) and reports the shortest counterexample to each
-//! property ([`search`]), re-checked against the model ([`recheck`]); seeded random
+//! property ([`search`]; a level waiting to be expanded kept whole or compact:
+//! [`frontier`]), re-checked against the model ([`recheck`]); seeded random
 //! walks ([`walk`]) for spaces beyond exhaustive reach. Scripts of custom locks run in
 //! an embedded Lua 5.1 ([`lua`]) whose `redis.call` reaches the abstract Redis by
 //! command name ([`call`]); runs of locklab's own scripts are remembered per thread
@@ -20,6 +21,7 @@ pub mod cause;
 pub mod client;
 pub mod fault;
 pub mod forget;
+pub mod frontier;
 pub mod ids;
 pub mod lua;
 pub mod model;
