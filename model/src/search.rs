@@ -64,7 +64,7 @@ pub struct SearchOptions {
     /// discovery (and so every result) is the same for any block size.
     pub block_states: usize,
     /// Keep each level waiting to be expanded as numbered parts in tables
-    /// ([`crate::frontier::Level`], SPIN's `COLLAPSE`): a quarter to a half of the
+    /// ([`crate::frontier::Level`], SPIN's `COLLAPSE`): a fifth to three fifths of the
     /// memory, a tenth to a fifth more time, every result the same.
     pub compact: bool,
     /// When not empty, stop as soon as each of these properties is violated (a search
