@@ -135,10 +135,8 @@ impl Level {
     /// changes a part or two of a state; comparing the others with the parent's is
     /// cheaper than hashing them again, and it is done by the worker that found `state`.
     pub fn shared(&self, parent: usize, state: &mut State) -> Vec<u32> {
-        let (clients, nodes) = self.shape.expect("a state was stored");
-        let stride = 1 + clients + nodes;
-        let theirs = &self.parts[parent * stride..(parent + 1) * stride];
-        let mut out = Vec::with_capacity(stride);
+        let (theirs, clients) = self.parts_of(parent);
+        let mut out = Vec::with_capacity(theirs.len());
         let own_clients = std::mem::take(&mut state.clients);
         let own_nodes = std::mem::take(&mut state.nodes);
         out.push(if self.rests.get(theirs[0]) == state {
@@ -166,6 +164,14 @@ impl Level {
         out
     }
 
+    /// The numbers of the `i`-th state's parts (rest, clients, nodes), and how many
+    /// clients a state has.
+    fn parts_of(&self, i: usize) -> (&[u32], usize) {
+        let (clients, nodes) = self.shape.expect("a state was stored");
+        let stride = 1 + clients + nodes;
+        (&self.parts[i * stride..(i + 1) * stride], clients)
+    }
+
     /// States stored.
     pub fn len(&self) -> usize {
         self.fingerprints.len()
@@ -185,14 +191,10 @@ impl Level {
         )
     }
 
-    /// Stores `state` with its fingerprint `fp` after the states stored before it.
-    pub fn push(&mut self, fp: u64, state: State) {
-        self.push_shared(fp, state, &[]);
-    }
-
-    /// [`Level::push`], with the parts `state` shares with its parent in the level
-    /// before ([`Level::shared`] of that level; empty: none known).
-    pub fn push_shared(&mut self, fp: u64, mut state: State, shared: &[u32]) {
+    /// Stores `state` with its fingerprint `fp` after the states stored before it, with
+    /// the parts it shares with its parent in the level before ([`Level::shared`] of
+    /// that level; empty: none known).
+    pub fn push(&mut self, fp: u64, mut state: State, shared: &[u32]) {
         let shape = (state.clients.len(), state.nodes.len());
         assert_eq!(
             *self.shape.get_or_insert(shape),
@@ -218,9 +220,7 @@ impl Level {
 
     /// The `i`-th state stored, with its fingerprint: an equal copy of what was pushed.
     pub fn get(&self, i: usize) -> (u64, State) {
-        let (clients, nodes) = self.shape.expect("a state was stored");
-        let stride = 1 + clients + nodes;
-        let parts = &self.parts[i * stride..(i + 1) * stride];
+        let (parts, clients) = self.parts_of(i);
         let mut state = self.rests.get(parts[0]).clone();
         state.clients = parts[1..=clients]
             .iter()
@@ -280,7 +280,7 @@ impl Frontier {
     pub fn push(&mut self, fp: u64, state: State, shared: &[u32]) {
         match self {
             Frontier::Whole(states) => states.push((fp, state)),
-            Frontier::Compact(level) => level.push_shared(fp, state, shared),
+            Frontier::Compact(level) => level.push(fp, state, shared),
         }
     }
 
@@ -473,7 +473,7 @@ mod tests {
             for states in crate::model::levels(&model, 9) {
                 for (k, s) in states.into_iter().enumerate() {
                     let fp = k as u64 * 7919;
-                    level.push(fp, s.clone());
+                    level.push(fp, s.clone(), &[]);
                     all.push((fp, s));
                 }
             }

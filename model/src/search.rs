@@ -553,7 +553,7 @@ pub fn search(
             (generated, coverage, out)
         };
         type Batch = (u64, Coverage, Vec<(u64, u64, State, Read, Vec<u32>)>);
-        let mut level = std::mem::replace(&mut frontier, Frontier::new(false));
+        let mut level = frontier;
         let mut next_frontier = level.after();
         let mut blocks = level.blocks();
         while let Some(block) = blocks.next_block(options.block_states) {
