@@ -349,7 +349,8 @@ fn a_custom_lock_with_reentrant_texts_explores_what_reentrant_explores() {
     for body in [
         // Re-entered and released once mid-section: the count keeps it locked.
         "[clients]\ncount = 2\n[timing]\nttl = 5\nwork = 1\nmax_step_delay = 1\n",
-        // A renewal's reply lost: retried, the lease is kept.
+        // A renewal's reply may be lost and is retried; both locks break here all the
+        // same (a lease of 3 ticks lapses under a renewal that waits a tick), alike.
         "[clients]\ncount = 2\n[timing]\nttl = 3\nwork = 3\nmax_step_delay = 1\n[faults]\nlost_replies = 1\n",
     ] {
         let head = "renewal_on_error = \"retry\"\n";

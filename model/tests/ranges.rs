@@ -57,26 +57,27 @@ fn parse(n: &Numbers) -> Result<Scenario, ScenarioError> {
     Scenario::parse(&text(n), "ranges.toml")
 }
 
-fn check(n: &Numbers) -> SearchResult {
+/// Searched to the end, or until each of `stop_when_violated` is violated.
+fn searched(n: &Numbers, stop_when_violated: Vec<Property>) -> SearchResult {
     let sc = parse(n).expect("scenario in range parses");
     let opts = SearchOptions {
         threads: 1,
         max_depth: None,
+        stop_when_violated,
         ..SearchOptions::default()
     };
     search(&LockModel::new(&sc), &opts, |_| {})
 }
 
+fn check(n: &Numbers) -> SearchResult {
+    searched(n, Vec::new())
+}
+
 /// Searched until `property` is violated (or to the end): enough to know whether it is.
 fn violates(n: &Numbers, property: Property) -> bool {
-    let sc = parse(n).expect("scenario in range parses");
-    let opts = SearchOptions {
-        threads: 1,
-        stop_when_violated: vec![property],
-        ..SearchOptions::default()
-    };
-    let r = search(&LockModel::new(&sc), &opts, |_| {});
-    r.counterexample(property).is_some()
+    searched(n, vec![property])
+        .counterexample(property)
+        .is_some()
 }
 
 fn verdicts(r: &SearchResult) -> Vec<(Property, bool)> {

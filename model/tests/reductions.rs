@@ -84,9 +84,10 @@ fn with_and_without_partial_order(sc: &Scenario) -> (SearchResult, SearchResult)
 /// minutes, and whose reduced search stays below `cap` unique states (none: every one);
 /// at that size some of them still break a property, and the reduction must find the
 /// same counterexample lengths there. Each keeps its own time bounds: checked for all
-/// time, as shipped, but for the two drift files, which keep their horizon of 8. Returns the scenarios compared and those
-/// of them with a counterexample. The full-size comparison of every one is in
-/// reports/bench-checker.md (`locklab check --no-partial-order`).
+/// time, as shipped, but for the two drift files, which keep their horizon of 8.
+/// Returns the scenarios compared and those of them with a counterexample. The
+/// full-size comparison of every one is in reports/bench-checker.md (`locklab check
+/// --no-partial-order`).
 fn partial_order_agrees_below(cap: Option<usize>) -> (Vec<String>, Vec<String>) {
     let mut compared = Vec::new();
     let mut broken = Vec::new();
