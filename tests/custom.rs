@@ -4,11 +4,9 @@
 //! behaves as `lua-release`/`watchdog` do; a flawed one does what its flaw says, for
 //! real. The builder refuses steps it cannot send.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{ms, Raw, Redis};
+use crate::common::{self, ms, Raw, Redis};
 use locklab::design::custom::{CustomLock, Expected, LockStep};
 use locklab::driver::{Lock, LockBuilder, LockError};
 use locklab::DesignId;

@@ -2,11 +2,9 @@
 //! the safe designs' guarantees; the pitfalls' flaws; typed errors for unreachable and
 //! unresponsive nodes.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{ms, Raw, Redis};
+use crate::common::{self, ms, Raw, Redis};
 use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
 use locklab::DesignId;
 

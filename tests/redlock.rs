@@ -2,11 +2,9 @@
 //! failure with a majority stopped (no partial keys left), parallel fan-out with
 //! per-node timeouts, validity, fencing and extend.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{ms, Raw, Redis};
+use crate::common::{self, ms, Raw, Redis};
 use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
 
 const TTL: u64 = 500;

@@ -3,9 +3,7 @@
 //! guard or the lock handle is dropped, when the lock is lost, and while the client is
 //! paused. Plus reentrant hold counting.
 
-mod common;
-
-use common::{ms, Raw, Redis};
+use crate::common::{self, ms, Raw, Redis};
 use locklab::driver::{Lock, LockBuilder, LockError, PauseGate};
 use locklab::{DesignId, RenewalOnError};
 

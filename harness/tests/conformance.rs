@@ -875,9 +875,13 @@ fn settle(seqs: Vec<Sequence>, base: TimeBase) -> (Vec<Sequence>, Vec<Sequence>)
             Status::Late(_) => late.push(s),
             Status::Failed(msg) => failures.push(format!(
                 "{msg}reproduce: LOCKLAB_CONFORMANCE_SEED={} LOCKLAB_CONFORMANCE_SEQUENCES=1 \
-                 cargo test --release -p locklab-harness --test conformance {}",
+                 cargo test --release -p locklab-harness --test real_redis conformance::{}",
                 s.seed,
-                if base.stepped { "stepped" } else { "real_time" }
+                if base.stepped {
+                    "model_agrees_with_redis_on_a_stepped_clock"
+                } else {
+                    "model_agrees_with_redis_in_real_time"
+                }
             )),
             Status::Running => failures.push(format!("sequence {} never finished", s.index)),
         }
