@@ -4,7 +4,7 @@
 //! `locklab-cluster`: locklab's designs through the public [`LockBuilder`], the raw
 //! floor (the same commands sent directly with redis-rs on the same connection
 //! settings) and, added by the bench target, the published `rslock` crate. The
-//! contenders take turns, slot by slot, in every round ([`run`]); the summary gives
+//! contenders take turns, slot by slot, in every round ([`run()`]); the summary gives
 //! medians over the rounds and ratios taken round by round ([`summary`]), which stay
 //! meaningful on a loaded machine where absolute figures do not.
 //!

@@ -38,7 +38,7 @@
 //!
 //! A denied client's retry is not taken the moment the model allows it: the model lets
 //! it retry whenever it likes, and a real client backs off. Each retry waits a number
-//! of ticks drawn from none to the ttl and the step bound ([`Backoff`]), so that some
+//! of ticks drawn from none to the ttl and the step bound (`Backoff`), so that some
 //! retries come at once and some after the lease they were refused ran out, which is
 //! when a holder that outlived its lease (paused, slow, its renewal lost) meets a
 //! second holder. Without it a refused client spent its attempts within a tick or two

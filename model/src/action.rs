@@ -26,9 +26,9 @@ pub enum Action {
     /// The reply reaches the (running) client.
     Receive(u8, u8),
     /// The request gets no answer (link cut, node down): the client's timeout fires. A
-    /// request cut off by its link stays on the wire ([`Stray`]).
+    /// request cut off by its link stays on the wire ([`Stray`](crate::state::Stray)).
     Timeout(u8, u8),
-    /// The client's `k`-th request it gave up on (a [`Stray`]) reaches its node once the
+    /// The client's `k`-th request it gave up on (a [`Stray`](crate::state::Stray)) reaches its node once the
     /// link works again, and runs; nobody reads the reply.
     DeliverLate(u8, u8),
     /// The watchdog renews the lease.

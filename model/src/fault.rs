@@ -5,7 +5,7 @@
 //!   a cause, its label on a gallery page. Everything kept per kind is a [`PerFault`]:
 //!   the scenario's budget ([`Faults`]), what a state has spent ([`Spent`]), the search's
 //!   coverage;
-//! - one rule here ([`Rule`]): when the model offers the fault (and the step that undoes
+//! - one rule here (`Rule`): when the model offers the fault (and the step that undoes
 //!   it: a resume, a heal, a client learning the new master), what it does to the state,
 //!   and whether it strikes a hold;
 //! - its real side, one arm of `Nemesis::carry_out` (harness/src/run/nemesis.rs), which

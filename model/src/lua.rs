@@ -5,8 +5,8 @@
 //!   (`assert`, `error`, `pcall`, `xpcall`, `type`, `tostring`, `tonumber`, `pairs`,
 //!   `ipairs`, `next`, `select`, `unpack`, `rawget`, `rawset`, `rawequal`,
 //!   `getmetatable`, `setmetatable`, `load`, `loadstring`, `collectgarbage`, `gcinfo`,
-//!   `_VERSION`, `_G`), the `string`, `table`, `math`, `coroutine`, `bit` ([`bit`]) and
-//!   `cjson` ([`cjson`]) libraries and `redis`. No `os`, `io`, `print`, `loadfile`,
+//!   `_VERSION`, `_G`), the `string`, `table`, `math`, `coroutine`, `bit` (`lua/bit.rs`) and
+//!   `cjson` (`lua/cjson.rs`) libraries and `redis`. No `os`, `io`, `print`, `loadfile`,
 //!   `dofile`, `debug`. `struct` and `cmsgpack` exist but are not implemented: the
 //!   scenario reader refuses a script that names them, and a run that reaches them is
 //!   unmodelled ([`Exec::unmodelled`]).

@@ -2,11 +2,11 @@
 //! operations and faults, within the scenario's budget and timing, on real Redis.
 //!
 //! Run `i` (from 0) has the schedule of seed `S + i`, made by the
-//! [generator](locklab_harness::generator) (a seeded random walk through the scenario's
+//! [generator] (a seeded random walk through the scenario's
 //! model; steered unless `--blind`: the first walk drawn from the seed whose model walk
 //! breaks what the scenario expects broken); the [run engine](locklab_harness::run) carries it out on fresh containers
 //! (its nemesis does the faults) and the history
-//! [checker](locklab_harness::run::checker) judges what really happened. So `--seed
+//! [checker] judges what really happened. So `--seed
 //! S+i --runs 1` repeats run `i` alone, and a violation prints that command line.
 //!
 //! Exit status (the CLI contract: 0 when verdicts match expectations):

@@ -1,4 +1,4 @@
-//! One real client: the design's sans-IO [`LockMachine`] from `src/` (the same value
+//! One real client: the design's sans-IO [`LockMachine`](locklab::LockMachine) from `src/` (the same value
 //! the model runs), real connections through [`locklab::driver::Node::execute`], the
 //! client program the model runs ([`Program`]: phases, critical-section ops, what each
 //! outcome means) and a stop-the-world [`PauseGate`].

@@ -18,7 +18,7 @@
 //! at least `tick_ms`; when the model says a key expires at the tick being entered, the
 //! tick also waits until the key really expired on its node (its deadline is known from
 //! `PTTL` observed after every step, and placed in the model's ticks when it is first
-//! seen, right after the write: [`Expiry::observed`]), so a key set late within a tick
+//! seen, right after the write: `Expiry::observed`), so a key set late within a tick
 //! is not still there for a command the model runs just after the expiry. Clients read the run's
 //! tick clock (`tick × tick_ms`, plus their clock offset): the clock readings the
 //! lock machines compute validity and timestamps from are the model's.

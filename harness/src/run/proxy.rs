@@ -12,9 +12,10 @@
 //! - keep a request back ([`LinkProxy::keep_next_request`]): the next request the
 //!   client sends is taken off its connection, which drops (the client gives up on
 //!   it at once), and stays in the proxy while the client goes on over a new
-//!   connection; [`LinkProxy::deliver_kept`] later sends its very bytes to the node it
-//!   was for over a fresh connection, and nobody reads the reply: a request given up
-//!   on that still lands, as the run engine's `DeliverLate` sends it.
+//!   connection; [`LinkProxy::take_kept`] hands it over and [`KeptRequest::deliver`]
+//!   later sends its very bytes to the node it was for over a fresh connection, and
+//!   nobody reads the reply: a request given up on that still lands, as the run
+//!   engine's `DeliverLate` sends it.
 //!
 //! The upstream can be changed (failover, restart on a new port); connections made
 //! before the change are dropped so that the client reconnects to the new node.

@@ -1,6 +1,6 @@
 //! The soak's adapter clients: a third-party lock library driven through an adapter
 //! program (`locklab soak --client CMD`), one child process per client, spoken to over
-//! its stdin and stdout with the [`protocol`](super::protocol) (docs/ADAPTERS.md).
+//! its stdin and stdout with the [`protocol`] (docs/ADAPTERS.md).
 //!
 //! The harness keeps everything but the lock: the clock, the critical section (the
 //! stock read and write on the fenced store of [`Recorder`], with the library's fencing

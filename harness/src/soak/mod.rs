@@ -13,7 +13,7 @@
 //!   holds, a failover or restart right after an acquire), lengths drawn around the ttl;
 //! - **history** ([`Recorder`]): invocations and completions with real timestamps,
 //!   stock accesses, faults, and the lock key as an observer sees it on the masters;
-//! - **checker**: the run engine's [`checker::check`](crate::run::checker::check) on
+//! - **checker**: the run engine's [`checker::check`] on
 //!   that history, for the model's properties.
 //!
 //! With an adapter ([`SoakOptions::client`], `locklab soak --client CMD`) the clients

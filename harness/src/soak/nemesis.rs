@@ -10,7 +10,7 @@
 //! target that does not show up within four ttls is drawn at random instead (the
 //! fault is then recorded as not aimed).
 //!
-//! The faults, on the run engine's [`Nemesis`](crate::run::nemesis::Nemesis):
+//! The faults, on the run engine's [`Nemesis`]:
 //!
 //! - `pause`: the client's [`PauseGate`](locklab::driver::PauseGate), and an adapter
 //!   client's process stopped ([`Clients::pause`]) (scenario `pauses`);
@@ -37,7 +37,7 @@
 //!   milliseconds (`Node::restart_in_place`: the model's restart is instant, a new
 //!   container takes about 450 ms, longer than a hold) (`restarts`); with several
 //!   masters, one that holds the key of a holder on a bare majority, as for a clock
-//!   jump ([`key_target`]);
+//!   jump (`key_target`);
 //! - `partition`: the holder's link proxy to a master is cut for the drawn length, or the
 //!   master's container is paused (`docker pause`: no client reaches it) (`partitions`);
 //!   two more shapes of a partition, from the world rather than from the model: the
@@ -65,7 +65,7 @@
 //!   (`clock_jumps`). With several masters it strikes one that holds a holder's key,
 //!   and waits (up to four ttls) for a holder that won a bare majority: the master
 //!   losing the key leaves it a minority, and the rival has or can take the rest
-//!   ([`key_target`]). With `getset-timestamp`, whose clients compare their own clocks'
+//!   (`key_target`). With `getset-timestamp`, whose clients compare their own clocks'
 //!   timestamps, it is a client's clock that jumps, as in the model: while one client
 //!   holds, another client's clock jumps forward through its lock's
 //!   [`ClockShift`](locklab::driver::ClockShift)
@@ -81,7 +81,7 @@
 //!   master stays up: the holder's link still leads to the old master, every other
 //!   client's to the promoted one, which lacks the holder's acquire (as clients on two
 //!   sides of a partition, each side with a master). With two spare replicas or more,
-//!   the replicas are on both sides, drawn ([`old_side`]): one up to all but one stay
+//!   the replicas are on both sides, drawn (`old_side`): one up to all but one stay
 //!   with the old master and keep replicating from it (`Nemesis::split_brain_with`:
 //!   any spare replica, a former master that rejoined as one too), those in sync
 //!   first, so that the old side keeps acknowledging `WAIT`;
