@@ -68,6 +68,12 @@ pub const CLIENT_CLOCK_EMULATION: &str =
 /// How long a replica may take to catch up with its master.
 const CATCH_UP: Duration = Duration::from_secs(5);
 
+/// How long a replica put back on the cluster network may take to report its link up:
+/// it reconnects on its own schedule (a connection attempt or name lookup begun while
+/// it was cut off runs out first), which took more than 5 s once on this two-core
+/// machine with other container tests running beside it.
+const LINK_UP: Duration = Duration::from_secs(20);
+
 /// How long Sentinel may take to promote a replica (it takes about 2.3 s with the
 /// rig's timing; a split vote is retried after 6 s).
 const SENTINEL_PROMOTION: Duration = Duration::from_secs(60);
@@ -352,7 +358,7 @@ impl Nemesis {
         }
         self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
         self.node(n).replicate_from(self.node(master)).await?;
-        self.node(n).wait_for_link_up(CATCH_UP).await?;
+        self.node(n).wait_for_link_up(LINK_UP).await?;
         let timeout = CATCH_UP.as_millis().to_string();
         let acks = self
             .node(master)
@@ -861,7 +867,7 @@ impl Nemesis {
             self.node(n).connect_to_network().await?;
             self.cut_off[n] = false;
         }
-        self.node(n).wait_for_link_up(CATCH_UP).await?;
+        self.node(n).wait_for_link_up(LINK_UP).await?;
         Ok(format!("node{} replicates continuously", n + 1))
     }
 
