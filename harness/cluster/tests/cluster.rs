@@ -4,15 +4,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::{assert_gone, require_environment};
 use locklab_cluster::{remaining_resources, Cluster, ClusterError, Node, Role};
 use redis::aio::MultiplexedConnection;
 use redis::AsyncConnectionConfig;
-
-fn require_environment() {
-    if let Err(e) = locklab_cluster::preflight() {
-        panic!("cannot run the container tests: {e}");
-    }
-}
 
 async fn start(masters: usize, replicas: usize) -> Cluster {
     require_environment();
@@ -50,14 +45,6 @@ async fn set(c: &mut MultiplexedConnection, key: &str, value: &str) {
         .query_async(c)
         .await
         .unwrap();
-}
-
-fn assert_gone(cluster_id: &str) {
-    let (containers, networks) = remaining_resources(cluster_id).unwrap();
-    assert!(
-        containers.is_empty() && networks.is_empty(),
-        "left behind by {cluster_id}: containers {containers:?}, networks {networks:?}"
-    );
 }
 
 fn container_exists(id: &str) -> bool {

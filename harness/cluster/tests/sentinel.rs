@@ -3,17 +3,12 @@
 
 use std::time::{Duration, Instant};
 
-use locklab_cluster::{remaining_resources, service_name, Cluster, ClusterError, Node, Role};
+use crate::{assert_gone, require_environment};
+use locklab_cluster::{service_name, Cluster, ClusterError, Node, Role};
 
 /// Far above the few seconds a failover takes with the rig's timing, so that a
 /// loaded machine does not fail the test; the measured time is printed.
 const PROMOTION_TIMEOUT: Duration = Duration::from_secs(60);
-
-fn require_environment() {
-    if let Err(e) = locklab_cluster::preflight() {
-        panic!("cannot run the container tests: {e}");
-    }
-}
 
 /// `SET key 1`, then `WAIT replicas timeout_ms` on the same connection (WAIT counts
 /// the replicas that acknowledged its connection's writes); the acknowledgements.
@@ -32,14 +27,6 @@ async fn set_and_wait(node: &Node, key: &str, replicas: usize, timeout_ms: u64) 
         .query_async(&mut con)
         .await
         .unwrap()
-}
-
-fn assert_gone(cluster_id: &str) {
-    let (containers, networks) = remaining_resources(cluster_id).unwrap();
-    assert!(
-        containers.is_empty() && networks.is_empty(),
-        "left behind by {cluster_id}: containers {containers:?}, networks {networks:?}"
-    );
 }
 
 #[tokio::test]
