@@ -177,13 +177,13 @@ impl Exec<'_> {
             ("SETNX", [key, value]) => Ok(if self.exists(key) {
                 Reply::Int(0)
             } else {
-                self.write(key, Value::Str((*value).to_string()), None);
+                self.write(key, Value::Str((*value).into()), None);
                 Reply::Int(1)
             }),
             ("GETSET", [key, value]) => match self.get(key) {
                 Err(e) => Ok(Reply::Error(e)),
                 Ok(old) => {
-                    self.write(key, Value::Str((*value).to_string()), None);
+                    self.write(key, Value::Str((*value).into()), None);
                     Ok(old.map_or(Reply::Nil, Reply::Bulk))
                 }
             },
@@ -240,7 +240,7 @@ impl Exec<'_> {
                 Ok(h) => Reply::Array(
                     h.into_iter()
                         .flatten()
-                        .flat_map(|(f, v)| [Reply::Bulk(f.clone()), Reply::Bulk(v.clone())])
+                        .flat_map(|(f, v)| [Reply::Bulk(f.to_string()), Reply::Bulk(v.to_string())])
                         .collect(),
                 ),
             }),
@@ -380,7 +380,7 @@ impl Exec<'_> {
                 Some(tick)
             }
         };
-        self.write(key, Value::Str(value.to_string()), at);
+        self.write(key, Value::Str(value.into()), at);
         Ok(answer(Reply::Ok))
     }
 
@@ -462,7 +462,7 @@ impl Exec<'_> {
             Err(e) => Reply::Error(e),
             Ok(h) => h
                 .and_then(|h| h.iter().find(|(f, _)| f == field))
-                .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.clone())),
+                .map_or(Reply::Nil, |(_, v)| Reply::Bulk(v.to_string())),
         }
     }
 

@@ -36,6 +36,7 @@ mod script_memo;
 pub mod search;
 pub mod state;
 pub mod symmetry;
+pub mod text;
 pub mod tokens;
 pub mod trace;
 pub mod walk;

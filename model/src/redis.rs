@@ -6,17 +6,19 @@
 
 use locklab::{Command, Reply};
 
+pub use crate::text::Text;
+
 /// A value: a string or a hash.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Value {
     /// A string.
-    Str(String),
+    Str(Text),
     /// A hash (field, value), in the order the fields were added, as Redis's small
     /// hashes keep them (`HGETALL` answers in that order).
-    Hash(Vec<(String, String)>),
+    Hash(Vec<(Text, Text)>),
     /// A list, head first (a lock's signal list for its waiters, as python-redis-lock
     /// keeps one).
-    List(Vec<String>),
+    List(Vec<Text>),
 }
 
 /// One key's entry.
@@ -34,7 +36,7 @@ pub struct Entry {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Data {
     /// Entries sorted by key.
-    pub entries: Vec<(String, Entry)>,
+    pub entries: Vec<(Text, Entry)>,
 }
 
 impl Data {
@@ -53,7 +55,7 @@ impl Data {
     fn put(&mut self, key: &str, entry: Entry) {
         match self.entries.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
             Ok(i) => self.entries[i].1 = entry,
-            Err(i) => self.entries.insert(i, (key.to_string(), entry)),
+            Err(i) => self.entries.insert(i, (key.into(), entry)),
         }
     }
 
@@ -171,7 +173,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The hash under `key`: `None` when missing, `WRONGTYPE` for a string.
-    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(String, String)>>, String> {
+    pub(crate) fn hash(&self, key: &str) -> Result<Option<&Vec<(Text, Text)>>, String> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::Hash(h)) => Ok(Some(h)),
@@ -180,7 +182,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The list under `key`: `None` when missing, `WRONGTYPE` for another type.
-    pub(crate) fn list(&self, key: &str) -> Result<Option<&Vec<String>>, String> {
+    pub(crate) fn list(&self, key: &str) -> Result<Option<&Vec<Text>>, String> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::List(l)) => Ok(Some(l)),
@@ -212,9 +214,9 @@ impl<'a> Exec<'a> {
         };
         for element in elements {
             if head {
-                l.insert(0, (*element).to_string());
+                l.insert(0, (*element).into());
             } else {
-                l.push((*element).to_string());
+                l.push((*element).into());
             }
         }
         Ok(i64::try_from(l.len()).unwrap_or(i64::MAX))
@@ -236,7 +238,7 @@ impl<'a> Exec<'a> {
         if l.is_empty() {
             self.data.remove(key);
         }
-        Ok(element)
+        Ok(element.map(String::from))
     }
 
     /// `HSET key field value` for one field: whether the field is new. A new key is
@@ -257,7 +259,7 @@ impl<'a> Exec<'a> {
             self.data.put(
                 key,
                 Entry {
-                    value: Value::Hash(vec![(field.to_string(), value.to_string())]),
+                    value: Value::Hash(vec![(field.into(), value.into())]),
                     expires_at: None,
                     owner: Some(client),
                 },
@@ -266,11 +268,11 @@ impl<'a> Exec<'a> {
         };
         match h.iter_mut().find(|(f, _)| f == field) {
             Some((_, v)) => {
-                *v = value.to_string();
+                *v = value.into();
                 Ok(false)
             }
             None => {
-                h.push((field.to_string(), value.to_string()));
+                h.push((field.into(), value.into()));
                 Ok(true)
             }
         }
@@ -308,7 +310,7 @@ impl<'a> Exec<'a> {
         self.data.put(
             key,
             Entry {
-                value: Value::Str(n.to_string()),
+                value: Value::Str(n.to_string().into()),
                 expires_at,
                 owner,
             },
@@ -332,7 +334,7 @@ impl<'a> Exec<'a> {
     fn string(&self, key: &str) -> Result<Option<String>, String> {
         match self.data.entry(key).map(|e| &e.value) {
             None => Ok(None),
-            Some(Value::Str(s)) => Ok(Some(s.clone())),
+            Some(Value::Str(s)) => Ok(Some(s.to_string())),
             Some(Value::Hash(_) | Value::List(_)) => Err(wrongtype()),
         }
     }
@@ -345,7 +347,7 @@ impl<'a> Exec<'a> {
                 if self.data.entry(key).is_some() {
                     Reply::Int(0)
                 } else {
-                    self.write(key, Value::Str(value.clone()), None);
+                    self.write(key, Value::Str(value.into()), None);
                     Reply::Int(1)
                 }
             }
@@ -356,7 +358,7 @@ impl<'a> Exec<'a> {
                     let at = self
                         .clock
                         .saturating_add(i64::try_from(*px).unwrap_or(i64::MAX));
-                    self.write(key, Value::Str(value.clone()), Some(at));
+                    self.write(key, Value::Str(value.into()), Some(at));
                     Reply::Ok
                 }
             }
@@ -366,11 +368,11 @@ impl<'a> Exec<'a> {
                 let at = self
                     .clock
                     .saturating_add(i64::try_from(*px).unwrap_or(i64::MAX));
-                self.write(key, Value::Str(value.clone()), Some(at));
+                self.write(key, Value::Str(value.into()), Some(at));
                 Reply::Ok
             }
             Command::GetSet { key, value } => r(self.string(key).map(|old| {
-                self.write(key, Value::Str(value.clone()), None);
+                self.write(key, Value::Str(value.into()), None);
                 old.map_or(Reply::Nil, Reply::Bulk)
             })),
             Command::Del { key } => Reply::Int(self.del(key)),
@@ -387,7 +389,7 @@ impl<'a> Exec<'a> {
                 self.data.put(
                     key,
                     Entry {
-                        value: Value::Str(n.to_string()),
+                        value: Value::Str(n.to_string().into()),
                         expires_at,
                         owner: None,
                     },

@@ -63,7 +63,7 @@ use stateright::Model;
 use crate::cause::Cause;
 use crate::ids::{Actor, ClientId, MasterId, NodeId};
 use crate::model::{Action, LockModel, Op};
-use crate::redis::Value;
+use crate::redis::{Text, Value};
 use crate::scenario::{Property, Scenario};
 use crate::state::{Phase, State};
 
@@ -234,8 +234,8 @@ fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
     }
     let e = node.data.entry(&model.cfg.key)?;
     let value = match &e.value {
-        Value::Str(v) => Json::String(v.clone()),
-        Value::List(items) => Json::from(items.clone()),
+        Value::Str(v) => Json::String(v.to_string()),
+        Value::List(items) => Json::from(items.iter().map(Text::as_str).collect::<Vec<_>>()),
         Value::Hash(fields) => Json::Object(
             fields
                 .iter()
@@ -243,8 +243,8 @@ fn key_state(model: &LockModel, s: &State, n: usize) -> Option<KeyState> {
                 .map(|(f, v)| {
                     let value = v
                         .parse::<i64>()
-                        .map_or_else(|_| Json::from(v.clone()), Json::from);
-                    (f.clone(), value)
+                        .map_or_else(|_| Json::from(v.as_str()), Json::from);
+                    (f.to_string(), value)
                 })
                 .collect(),
         ),

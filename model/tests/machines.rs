@@ -186,7 +186,7 @@ fn only_the_reentrant_design_lets_its_holder_in_again() {
             };
             assert_eq!(
                 fields,
-                vec![(first.token.clone(), "2".to_string())],
+                vec![(first.token.as_str().into(), "2".into())],
                 "{design}"
             );
         } else {
@@ -484,7 +484,7 @@ fn reentrant_counts_holds_and_names_its_owner() {
     granted(DesignId::Reentrant, sim.acquire(a));
     assert_eq!(
         sim.value(0),
-        Some(Value::Hash(vec![(grant.token.clone(), "3".to_string())]))
+        Some(Value::Hash(vec![(grant.token.as_str().into(), "3".into())]))
     );
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 2 });
     assert_eq!(sim.grant(a).map(|g| g.holds), Some(2));
@@ -493,7 +493,7 @@ fn reentrant_counts_holds_and_names_its_owner() {
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 1 });
     assert_eq!(
         sim.value(0),
-        Some(Value::Hash(vec![(grant.token, "1".to_string())]))
+        Some(Value::Hash(vec![(grant.token.as_str().into(), "1".into())]))
     );
     assert_eq!(sim.release(a), Outcome::Released { holds_left: 0 });
     assert!(sim.free());
@@ -554,7 +554,7 @@ fn an_unanswered_inner_unlock_keeps_the_outer_hold() {
     assert!(!sim.renewing(a));
     assert_eq!(
         sim.value(0),
-        Some(Value::Hash(vec![(grant.token, "1".to_string())]))
+        Some(Value::Hash(vec![(grant.token.as_str().into(), "1".into())]))
     );
     sim.advance(TTL + 1);
     granted(design, sim.acquire(b));

@@ -264,10 +264,10 @@ impl Sim {
     /// `getset-timestamp`) or the owner field of a reentrant hash.
     pub fn holder(&mut self, node: usize) -> Option<String> {
         match self.value(node)? {
-            Value::Str(s) => Some(s),
+            Value::Str(s) => Some(s.into()),
             Value::Hash(fields) => {
                 assert_eq!(fields.len(), 1, "one owner field: {fields:?}");
-                Some(fields[0].0.clone())
+                Some(fields[0].0.to_string())
             }
             Value::List(items) => panic!("no design keeps its lock in a list: {items:?}"),
         }
