@@ -144,6 +144,10 @@ impl LockModel {
         if !self.partial_order_applies() || self.could_interfere_with_reads(s) {
             return None;
         }
+        // Whether each client decides quietly, asked at most once per state: the answer
+        // plays out the client's replies on a copy of the state, and every overdue
+        // master asks it again.
+        let mut quiet = vec![None; s.clients.len()];
         (0..s.nodes.len())
             .filter_map(|m| {
                 let overdue = s.clients.iter().enumerate().any(|(i, c)| {
@@ -151,7 +155,9 @@ impl LockModel {
                         .as_ref()
                         .is_some_and(|f| f.held.is_none() && self.overdue(s, i, f, m))
                 });
-                overdue.then(|| self.deliveries_closed(s, m)).flatten()
+                overdue
+                    .then(|| self.deliveries_closed(s, m, &mut quiet))
+                    .flatten()
             })
             .min_by_key(Vec::len)
     }
@@ -161,8 +167,14 @@ impl LockModel {
     /// there is on its way back) either sends nothing before the next tick, or is in
     /// the middle of an operation with a request still to deliver to some master `k`,
     /// whose answer it needs before it can send again, so `k` joins the set. `None`
-    /// when a client could send to a master of the set by steps outside it.
-    fn deliveries_closed(&self, s: &State, m: usize) -> Option<Vec<Action>> {
+    /// when a client could send to a master of the set by steps outside it. `quiet`
+    /// keeps each client's [`Self::decides_quietly`] once asked.
+    fn deliveries_closed(
+        &self,
+        s: &State,
+        m: usize,
+        quiet: &mut [Option<bool>],
+    ) -> Option<Vec<Action>> {
         let mut masters: u32 = 1 << m;
         let mut todo = vec![m];
         let mut set = Vec::new();
@@ -194,7 +206,7 @@ impl LockModel {
                             .fold(0, |set, k| set | 1 << k);
                         if waits == 0 {
                             // Every answer it waits for is on its way back.
-                            if self.decides_quietly(s, i) {
+                            if *quiet[i].get_or_insert_with(|| self.decides_quietly(s, i)) {
                                 continue;
                             }
                             return None;
