@@ -235,8 +235,30 @@ impl Node {
                 Err(e) => e.to_string(),
             };
             if Instant::now() >= deadline {
+                // What the replica says of its master, for the next reader of a
+                // timeout: whom it follows, whether a sync is under way, since when down.
+                let state = match self
+                    .query::<redis::InfoDict>(&["INFO", "replication"])
+                    .await
+                {
+                    Ok(info) => [
+                        "master_host",
+                        "master_sync_in_progress",
+                        "master_link_down_since_seconds",
+                    ]
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "{f}: {}",
+                            info.get::<String>(f).unwrap_or_else(|| "-".into())
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                    Err(e) => e.to_string(),
+                };
                 return Err(ClusterError::Timeout {
-                    what: format!("replication link of {} ({last})", self.name),
+                    what: format!("replication link of {} ({last}; {state})", self.name),
                     after: timeout,
                 });
             }
