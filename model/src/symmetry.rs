@@ -316,7 +316,8 @@ fn clients_swap_keeps(s: &State, a: usize, b: usize) -> bool {
 /// differently, and so hide that they are one state when tokens are known by first
 /// appearance; left out, masters that differ only there tie, and every order of them is
 /// tried. An entry's token is hashed as `token`; a request's, and its reply's, as their
-/// order of first appearance in it.)
+/// order of first appearance in it.) A cheap hash, not the fingerprint's: masters whose
+/// keys collide tie, and every order of them is tried.
 fn master_key(s: &State, m: usize) -> u64 {
     let node = &s.nodes[m];
     let mut h = FxHasher::default();
