@@ -68,10 +68,10 @@ pub const CLIENT_CLOCK_EMULATION: &str =
 /// How long a replica may take to catch up with its master.
 const CATCH_UP: Duration = Duration::from_secs(5);
 
-/// How long a replica put back on the cluster network may take to report its link up:
-/// it reconnects on its own schedule (a connection attempt or name lookup begun while
-/// it was cut off runs out first), which took more than 5 s once on this two-core
-/// machine with other container tests running beside it.
+/// How long a replica put back on the cluster network may take to report its link up
+/// after a fresh `REPLICAOF` (5 s was once too short on this two-core machine with
+/// other container tests beside it). A replica kept in sync gets half of it to
+/// reconnect by itself before it is given that fresh `REPLICAOF`.
 const LINK_UP: Duration = Duration::from_secs(20);
 
 /// How long Sentinel may take to promote a replica (it takes about 2.3 s with the
@@ -352,12 +352,8 @@ impl Nemesis {
 
     /// Node `n` catches up with node `master` (see [`Nemesis::replicate`]).
     async fn catch_up_with(&mut self, n: usize, master: usize) -> Result<String, ClusterError> {
-        if self.cut_off[n] {
-            self.node(n).connect_to_network().await?;
-            self.cut_off[n] = false;
-        }
-        self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
-        self.node(n).replicate_from(self.node(master)).await?;
+        self.reconnect(n).await?;
+        self.resync_from(n, master).await?;
         self.node(n).wait_for_link_up(LINK_UP).await?;
         let timeout = CATCH_UP.as_millis().to_string();
         let acks = self
@@ -519,10 +515,7 @@ impl Nemesis {
         stay: &[usize],
     ) -> Result<String, ClusterError> {
         self.node(r).promote().await?;
-        if self.cut_off[r] {
-            self.node(r).connect_to_network().await?;
-            self.cut_off[r] = false;
-        }
+        self.reconnect(r).await?;
         self.serving[m] = r;
         self.upstream[r] = r;
         self.repoint_replicas(m, r, stay).await
@@ -796,10 +789,7 @@ impl Nemesis {
         let old = self.serving[m];
         self.node(r).promote().await?;
         self.serving[m] = r;
-        if self.cut_off[r] {
-            self.node(r).connect_to_network().await?;
-            self.cut_off[r] = false;
-        }
+        self.reconnect(r).await?;
         self.upstream[r] = r;
         let repointed = self.repoint_replicas(m, r, &[]).await?;
         let up = self.addr(r);
@@ -863,20 +853,32 @@ impl Nemesis {
     /// instead of catching up only when told (a soak whose acquires `WAIT` for
     /// replicas: a replica kept off the network would never acknowledge).
     pub async fn keep_in_sync(&mut self, n: usize) -> Result<String, ClusterError> {
+        self.reconnect(n).await?;
+        if self.node(n).wait_for_link_up(LINK_UP / 2).await.is_err() {
+            // A handshake begun while the replica was cut off can outlast the cut (CI
+            // runs timed out here after 5 s and after 20 s): start another, as
+            // catch-ups always do.
+            self.resync_from(n, self.upstream[n]).await?;
+            self.node(n).wait_for_link_up(LINK_UP).await?;
+        }
+        Ok(format!("node{} replicates continuously", n + 1))
+    }
+
+    /// Node `n` back on the cluster network, if it was cut off.
+    async fn reconnect(&mut self, n: usize) -> Result<(), ClusterError> {
         if self.cut_off[n] {
             self.node(n).connect_to_network().await?;
             self.cut_off[n] = false;
         }
-        if self.node(n).wait_for_link_up(LINK_UP / 2).await.is_err() {
-            // A handshake begun while the replica was cut off can outlast the cut (CI
-            // runs timed out here after 5 s and after 20 s): a fresh REPLICAOF drops
-            // it and starts another over the network, as catch-ups always do.
-            let upstream = self.upstream[n];
-            self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
-            self.node(n).replicate_from(self.node(upstream)).await?;
-            self.node(n).wait_for_link_up(LINK_UP).await?;
-        }
-        Ok(format!("node{} replicates continuously", n + 1))
+        Ok(())
+    }
+
+    /// A fresh handshake of replica `n` with node `master`: `REPLICAOF NO ONE` drops
+    /// whatever connection or transfer it had begun, and `REPLICAOF <master>` starts
+    /// one over the cluster network.
+    async fn resync_from(&self, n: usize, master: usize) -> Result<(), ClusterError> {
+        self.node(n).command(&["REPLICAOF", "NO", "ONE"]).await?;
+        self.node(n).replicate_from(self.node(master)).await
     }
 
     /// Replica `n` off the cluster network again: it lags until its next
