@@ -10,7 +10,7 @@ use locklab_model::scenario::{load_paths, Property};
 use locklab_model::search::{search, SearchOptions};
 
 /// Blocks against one pass on the shipped scenarios below 400,000 unique states (33 of
-/// the 42 files, up to redlock5-no-faults's 393,976), in two tests over alternate files
+/// the 42 files, up to redlock5-no-faults's 315,951), in two tests over alternate files
 /// that run side by side.
 #[test]
 #[ignore = "second tier (minutes): `bash .ci/run` runs it, as does `cargo test --workspace --release -- --ignored`"]
@@ -28,7 +28,7 @@ fn blocks_change_nothing_but_memory_second_of_two() {
 }
 
 /// The same on the scenarios below 100,000 unique states (29 of the 42 files, the
-/// largest 64,325 states; the next is 143,834), in two tests over alternate files that
+/// largest 64,325 states; the next is 135,313), in two tests over alternate files that
 /// run side by side.
 #[test]
 fn blocks_change_nothing_but_memory_on_small_searches_first_of_two() {

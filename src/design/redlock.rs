@@ -39,26 +39,30 @@ pub struct Redlock {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     Idle,
-    /// `pending`: masters not yet answered; `granted`: masters that said OK.
+    /// `pending`: masters not yet answered; `granted`: how many said OK (only the
+    /// count decides, so which ones is not kept: two machines that differ only there
+    /// would answer every later call alike).
     Acquiring {
         token: String,
         started: Millis,
         pending: Nodes,
-        granted: Nodes,
+        granted: u8,
     },
     Held(Grant),
-    /// Releasing everywhere; `why` is set when this undoes a failed acquire.
+    /// Releasing everywhere; `why` is set when this undoes a failed acquire;
+    /// `deleted`: some master deleted the key (the outcome reads no more than that).
     Releasing {
         grant: Grant,
         pending: Nodes,
-        deleted: u8,
+        deleted: bool,
         why: Option<Denied>,
     },
+    /// `extended`: how many masters extended the lease.
     Extending {
         grant: Grant,
         started: Millis,
         pending: Nodes,
-        extended: Nodes,
+        extended: u8,
     },
 }
 
@@ -100,19 +104,9 @@ impl Redlock {
         assert_eq!(perm.len(), self.n(), "a permutation of every master");
         match &mut self.phase {
             Phase::Idle | Phase::Held(_) => {}
-            Phase::Acquiring {
-                pending, granted, ..
-            } => {
-                *pending = permute(*pending, perm);
-                *granted = permute(*granted, perm);
-            }
-            Phase::Releasing { pending, .. } => *pending = permute(*pending, perm),
-            Phase::Extending {
-                pending, extended, ..
-            } => {
-                *pending = permute(*pending, perm);
-                *extended = permute(*extended, perm);
-            }
+            Phase::Acquiring { pending, .. }
+            | Phase::Releasing { pending, .. }
+            | Phase::Extending { pending, .. } => *pending = permute(*pending, perm),
         }
     }
 
@@ -124,13 +118,9 @@ impl Redlock {
         let alike = |set: Nodes| (set >> a) & 1 == (set >> b) & 1;
         match &self.phase {
             Phase::Idle | Phase::Held(_) => true,
-            Phase::Acquiring {
-                pending, granted, ..
-            } => alike(*pending) && alike(*granted),
-            Phase::Releasing { pending, .. } => alike(*pending),
-            Phase::Extending {
-                pending, extended, ..
-            } => alike(*pending) && alike(*extended),
+            Phase::Acquiring { pending, .. }
+            | Phase::Releasing { pending, .. }
+            | Phase::Extending { pending, .. } => alike(*pending),
         }
     }
 
@@ -180,7 +170,7 @@ impl Redlock {
         self.phase = Phase::Releasing {
             grant,
             pending: all(self.n()),
-            deleted: 0,
+            deleted: false,
             why,
         };
         Step {
@@ -259,13 +249,13 @@ impl Protocol for Redlock {
             } if *pending & bit != 0 => {
                 *pending &= !bit;
                 if answer == Ok(Reply::Ok) {
-                    *granted |= bit;
+                    *granted += 1;
                 }
                 if *pending != 0 {
                     return Step::default();
                 }
                 let lease_end = cfg.lease_end(*started);
-                let count = granted.count_ones() as usize;
+                let count = usize::from(*granted);
                 let grant = Grant {
                     token: token.clone(),
                     lease_end: Some(lease_end),
@@ -293,15 +283,15 @@ impl Protocol for Redlock {
             } if *pending & bit != 0 => {
                 *pending &= !bit;
                 if answer == Ok(Reply::Int(1)) {
-                    *deleted += 1;
+                    *deleted = true;
                 }
                 if *pending != 0 {
                     return Step::default();
                 }
                 let outcome = match (why.take(), *deleted) {
                     (Some(why), _) => Outcome::Denied(why),
-                    (None, 0) => Outcome::NotHeld,
-                    (None, _) => Outcome::Released { holds_left: 0 },
+                    (None, false) => Outcome::NotHeld,
+                    (None, true) => Outcome::Released { holds_left: 0 },
                 };
                 self.phase = Phase::Idle;
                 Step::done(outcome)
@@ -314,13 +304,13 @@ impl Protocol for Redlock {
             } if *pending & bit != 0 => {
                 *pending &= !bit;
                 if answer == Ok(Reply::Int(1)) {
-                    *extended |= bit;
+                    *extended += 1;
                 }
                 if *pending != 0 {
                     return Step::default();
                 }
                 let lease_end = cfg.lease_end(*started);
-                if extended.count_ones() as usize >= quorum && lease_end > now {
+                if usize::from(*extended) >= quorum && lease_end > now {
                     let grant = Grant {
                         lease_end: Some(lease_end),
                         ..grant.clone()
