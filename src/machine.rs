@@ -191,7 +191,7 @@ pub struct Grant {
 
 impl Grant {
     /// Zero the lease end, keeping whether there is one (see
-    /// [`LockMachine::forget_reported_times`]).
+    /// [`LockMachine::forget_reported_values`]).
     pub(crate) fn forget_lease_end(&mut self) {
         if let Some(end) = &mut self.lease_end {
             *end = 0;
@@ -351,7 +351,7 @@ impl Phase {
     /// Zero the times this phase keeps only to report them: a grant's lease end, and
     /// the start of an acquire or a renewal, from which only the lease end it reports is
     /// computed. No single-node design reads them again (Redlock keeps its own phase).
-    pub(crate) fn forget_reported_times(&mut self) {
+    pub(crate) fn forget_reported_values(&mut self) {
         match self {
             Phase::Idle => {}
             Phase::Acquiring { started, outer, .. } => {
@@ -757,27 +757,40 @@ impl LockMachine {
         }
     }
 
-    /// Zero the times the machine keeps only to report them (a grant's lease end; the
-    /// start of an operation when only the lease end it reports is computed from it),
-    /// which no later call reads. Two machines that differ only there answer every later
-    /// call with the same requests and outcomes, save the lease ends reported: the model
-    /// checker, whose client program reads no lease end, stores them as one state.
-    pub fn forget_reported_times(&mut self) {
+    /// Set what the machine keeps only to report it, and no later call reads, to one
+    /// fixed value: the times (a grant's lease end; the start of an operation when only
+    /// the lease end it reports is computed from it) are zeroed, and what a Redlock
+    /// release reports once every master answered (released or not held; after a failed
+    /// acquire, how many masters granted and whether quorum or validity was missing) is
+    /// set to one outcome of its kind. Two machines that differ only there answer every
+    /// later call with the same requests, and with outcomes that differ only in what they
+    /// report: the model checker, whose client program reads no lease end and takes a
+    /// release's answer as an answer and a denial as a denial, stores them as one state.
+    pub fn forget_reported_values(&mut self) {
         match &mut self.core {
-            Core::Redlock(r) => r.forget_reported_times(),
-            Core::NaiveSetnx(p) => p.phase.forget_reported_times(),
-            Core::ExistsSet(p) => p.phase.forget_reported_times(),
-            Core::SetnxExpire(p) => p.phase.forget_reported_times(),
-            Core::GetsetTimestamp(p) => p.phase.forget_reported_times(),
-            Core::SetPxDel(p) => p.phase.forget_reported_times(),
-            Core::SetPxGetDel(p) => p.phase.forget_reported_times(),
-            Core::GetExpireRenewal(p) => p.phase.forget_reported_times(),
-            Core::LuaRelease(p) => p.phase.forget_reported_times(),
-            Core::Watchdog(p) => p.inner.phase.forget_reported_times(),
-            Core::Reentrant(p) => p.phase.forget_reported_times(),
-            Core::Custom(p) => p.phase.forget_reported_times(),
+            Core::Redlock(r) => r.forget_reported_values(),
+            Core::NaiveSetnx(p) => p.phase.forget_reported_values(),
+            Core::ExistsSet(p) => p.phase.forget_reported_values(),
+            Core::SetnxExpire(p) => p.phase.forget_reported_values(),
+            Core::GetsetTimestamp(p) => p.phase.forget_reported_values(),
+            Core::SetPxDel(p) => p.phase.forget_reported_values(),
+            Core::SetPxGetDel(p) => p.phase.forget_reported_values(),
+            Core::GetExpireRenewal(p) => p.phase.forget_reported_values(),
+            Core::LuaRelease(p) => p.phase.forget_reported_values(),
+            Core::Watchdog(p) => p.inner.phase.forget_reported_values(),
+            Core::Reentrant(p) => p.phase.forget_reported_values(),
+            Core::Custom(p) => p.phase.forget_reported_values(),
         }
-        self.options.forget_reported_times();
+        self.options.forget_reported_values();
+    }
+
+    /// Whether every answer the machine still waits for is read only for what it will
+    /// report, so that the answer's content changes nothing but the report (and
+    /// [`LockMachine::forget_reported_values`] sets that to one value): a Redlock
+    /// release's answers, which say only whether a master deleted the key. Whatever they
+    /// say, the machine sends the same and reports an outcome of the same kind.
+    pub fn awaits_only_reported(&self) -> bool {
+        matches!(&self.core, Core::Redlock(r) if r.awaits_only_reported())
     }
 
     /// Move every time the machine keeps (lease ends, the starts of operations) by `by`,

@@ -30,8 +30,8 @@ impl Options {
     }
 
     /// Zero the lease end of the grant an option holds on to (see
-    /// [`crate::LockMachine::forget_reported_times`]).
-    pub(crate) fn forget_reported_times(&mut self) {
+    /// [`crate::LockMachine::forget_reported_values`]).
+    pub(crate) fn forget_reported_values(&mut self) {
         if let Phase::Waiting(g) | Phase::Fencing(g) = &mut self.phase {
             g.forget_lease_end();
         }

@@ -92,16 +92,16 @@ pub fn shared_search(
 /// (each alone) (2026-11-28; README, "Redlock on five masters"). A test keeps every such
 /// file of `scenarios/` here.
 const HEAVY: [(&str, f64, u32, u32); 4] = [
-    ("redlock5-no-faults", 0.3, 3, 2),
-    ("redlock5-gc-pause", 3.2, 29, 17),
-    ("redlock5-clock-jump", 2.7, 24, 14),
-    ("redlock5-restart", 1.4, 14, 8),
+    ("redlock5-no-faults", 0.2, 2, 1),
+    ("redlock5-gc-pause", 2.0, 18, 11),
+    ("redlock5-clock-jump", 1.7, 16, 10),
+    ("redlock5-restart", 0.9, 9, 5),
 ];
 
 /// Masters from which a search counts as heavy (named so before it starts).
 const HEAVY_MASTERS: u32 = 5;
 
-/// `redlock5-gc-pause: five masters, 3.2 million states, about 29 s on one thread`,
+/// `redlock5-gc-pause: five masters, 2.0 million states, about 18 s on one thread`,
 /// printed before a heavy search on `threads` threads starts, so that a long wait is
 /// expected rather than taken for a hang.
 fn heavy_notice(scenario: &Scenario, threads: usize) -> Option<String> {

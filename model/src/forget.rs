@@ -12,6 +12,8 @@
 //! changes. Counterexamples are replayed from the real initial state, so traces show
 //! every value.
 
+use locklab::Reply;
+
 use crate::model::LockModel;
 use crate::state::{Phase, State};
 
@@ -19,8 +21,11 @@ impl LockModel {
     /// Set what `s` keeps but no later step reads to a fixed value:
     ///
     /// - a leg's age and a client's wait past `max_step_delay` (only compared with it);
-    /// - the times a lock machine keeps only to report them
-    ///   ([`locklab::LockMachine::forget_reported_times`]);
+    /// - the times a lock machine keeps only to report them, and what a Redlock
+    ///   release will report (the client program reads only that a release answered,
+    ///   or that an acquire was denied: [`locklab::LockMachine::forget_reported_values`]),
+    ///   with the answers to it on their way back, which say no more than that
+    ///   ([`locklab::LockMachine::awaits_only_reported`]);
     /// - the renewal timer, the fencing token and the retry back-off of a client that
     ///   does not hold the lock (each is set anew before it is read again);
     /// - everything of a finished or crashed client but its phase and, while it has
@@ -52,7 +57,14 @@ impl LockModel {
                 st.flight.age = st.flight.age.min(limit);
             }
             c.waited = c.waited.min(limit);
-            c.core.machine.forget_reported_times();
+            if c.core.machine.awaits_only_reported() {
+                for f in c.core.flights.iter_mut().flatten() {
+                    if f.held.is_some() {
+                        f.held = Some(Reply::Nil);
+                    }
+                }
+            }
+            c.core.machine.forget_reported_values();
             if !c.holding() {
                 c.since_renew = 0;
                 c.core.fence = None;

@@ -10,7 +10,7 @@ use locklab_model::scenario::{load_paths, Property};
 use locklab_model::search::{search, SearchOptions};
 
 /// Blocks against one pass on the shipped scenarios below 400,000 unique states (33 of
-/// the 42 files, up to redlock5-no-faults's 315,951), in two tests over alternate files
+/// the 42 files, up to redlock5-no-faults's 218,172), in two tests over alternate files
 /// that run side by side.
 #[test]
 #[ignore = "second tier (minutes): `bash .ci/run` runs it, as does `cargo test --workspace --release -- --ignored`"]
@@ -27,8 +27,8 @@ fn blocks_change_nothing_but_memory_second_of_two() {
     assert!(compared.len() >= 15, "{compared:?}");
 }
 
-/// The same on the scenarios below 100,000 unique states (29 of the 42 files, the
-/// largest 64,325 states; the next is 135,313), in two tests over alternate files that
+/// The same on the scenarios below 100,000 unique states (30 of the 42 files, the
+/// largest redlock-restart's 93,508 states; the next is 152,245), in two tests over alternate files that
 /// run side by side.
 #[test]
 fn blocks_change_nothing_but_memory_on_small_searches_first_of_two() {

@@ -14,6 +14,10 @@ use crate::machine::{
     shifted, Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Request, Step,
 };
 
+/// The denial a machine keeps in place of the one it will report, once forgotten
+/// ([`Redlock::forget_reported_values`]).
+const FORGOTTEN_DENIAL: Denied = Denied::NoQuorum { granted: 0 };
+
 /// A set of master indexes (at most 16 masters).
 type Nodes = u16;
 
@@ -124,16 +128,34 @@ impl Redlock {
         }
     }
 
-    /// Zero the lease end of a held or released grant (see
-    /// [`crate::LockMachine::forget_reported_times`]). The start of an acquire or an
+    /// Zero the lease end of a held or released grant, and set what a release will
+    /// report once every master answered (whether one deleted the key; the detail of
+    /// the denial, after a failed acquire) to one fixed value (see
+    /// [`crate::LockMachine::forget_reported_values`]). The start of an acquire or an
     /// extension stays: the validity check reads it.
-    pub(crate) fn forget_reported_times(&mut self) {
+    pub(crate) fn forget_reported_values(&mut self) {
         match &mut self.phase {
-            Phase::Held(grant)
-            | Phase::Releasing { grant, .. }
-            | Phase::Extending { grant, .. } => grant.forget_lease_end(),
+            Phase::Releasing {
+                grant,
+                deleted,
+                why,
+                ..
+            } => {
+                grant.forget_lease_end();
+                *deleted = false;
+                if let Some(why) = why {
+                    *why = FORGOTTEN_DENIAL;
+                }
+            }
+            Phase::Held(grant) | Phase::Extending { grant, .. } => grant.forget_lease_end(),
             Phase::Idle | Phase::Acquiring { .. } => {}
         }
+    }
+
+    /// Whether every answer it still waits for is read only for what it will report:
+    /// a release's (see [`crate::LockMachine::awaits_only_reported`]).
+    pub(crate) fn awaits_only_reported(&self) -> bool {
+        matches!(self.phase, Phase::Releasing { .. })
     }
 
     /// Move every time this machine keeps (see [`crate::LockMachine::shift_times`]).
@@ -398,6 +420,59 @@ mod tests {
         c.permute_nodes(&[1, 2, 0]);
         a.permute_nodes(&[0, 1, 2]);
         assert_eq!(a, c);
+    }
+
+    /// A release reads its answers only for what it reports: machines that read
+    /// different answers are equal once that is forgotten, and end alike (the same
+    /// requests; a denial both, after a failed acquire; released or not held, after a
+    /// hold).
+    #[test]
+    fn a_release_reads_its_answers_only_for_its_report() {
+        let mut cfg = LockConfig::new(DesignId::Redlock, "k", 100);
+        cfg.masters = 3;
+        // A failed acquire (one grant of three) releasing everywhere, and a release of
+        // a lock held.
+        let mut denied = Redlock::new(3);
+        denied.acquire(&cfg, 0, "t1");
+        denied.on_answer(&cfg, 0, Ok(Reply::Ok), 1);
+        denied.on_answer(&cfg, 1, Ok(Reply::Nil), 1);
+        denied.on_answer(&cfg, 2, Ok(Reply::Nil), 1);
+        let mut held = Redlock::new(3);
+        held.acquire(&cfg, 0, "t2");
+        for node in 0..3 {
+            held.on_answer(&cfg, node, Ok(Reply::Ok), 1);
+        }
+        held.release(&cfg, 2);
+        fn is_denial(o: &Outcome) -> bool {
+            matches!(o, Outcome::Denied(_))
+        }
+        fn is_release(o: &Outcome) -> bool {
+            matches!(o, Outcome::Released { .. } | Outcome::NotHeld)
+        }
+        let cases = [
+            (denied, is_denial as fn(&Outcome) -> bool),
+            (held, is_release),
+        ];
+        for (machine, ends_as) in cases {
+            assert!(machine.awaits_only_reported());
+            let mut a = machine.clone();
+            let mut b = machine;
+            let mut ends = Vec::new();
+            for node in 0..3 {
+                let sa = a.on_answer(&cfg, node, Ok(Reply::Int(1)), 3);
+                let sb = b.on_answer(&cfg, node, Ok(Reply::Int(0)), 3);
+                assert_eq!(sa.sends, sb.sends);
+                ends.push((sa.outcome, sb.outcome));
+                a.forget_reported_values();
+                b.forget_reported_values();
+                assert_eq!(a, b, "after the answer of master {node}");
+            }
+            let (Some(oa), Some(ob)) = ends.pop().expect("three answers") else {
+                panic!("the last answer ends the release");
+            };
+            assert!(ends_as(&oa) && ends_as(&ob), "{oa:?}, {ob:?}");
+            assert!(!a.awaits_only_reported());
+        }
     }
 
     /// `swap_keeps` answers what swapping two masters in a copy and comparing answers,
