@@ -760,12 +760,13 @@ impl LockMachine {
     /// Set what the machine keeps only to report it, and no later call reads, to one
     /// fixed value: the times (a grant's lease end; the start of an operation when only
     /// the lease end it reports is computed from it) are zeroed, and what a Redlock
-    /// release reports once every master answered (released or not held; after a failed
-    /// acquire, how many masters granted and whether quorum or validity was missing) is
-    /// set to one outcome of its kind. Two machines that differ only there answer every
-    /// later call with the same requests, and with outcomes that differ only in what they
-    /// report: the model checker, whose client program reads no lease end and takes a
-    /// release's answer as an answer and a denial as a denial, stores them as one state.
+    /// release will report once every master answered is set to one value: not held
+    /// (rather than released), or after a failed acquire one fixed denial (rather than
+    /// how many masters granted and whether quorum or validity was missing). Two
+    /// machines that differ only there answer every later call with the same requests,
+    /// and with outcomes that differ only in what they report: the model checker, whose
+    /// client program reads no lease end and takes a release's answer as an answer and a
+    /// denial as a denial, stores them as one state.
     pub fn forget_reported_values(&mut self) {
         match &mut self.core {
             Core::Redlock(r) => r.forget_reported_values(),
@@ -788,7 +789,8 @@ impl LockMachine {
     /// report, so that the answer's content changes nothing but the report (and
     /// [`LockMachine::forget_reported_values`] sets that to one value): a Redlock
     /// release's answers, which say only whether a master deleted the key. Whatever they
-    /// say, the machine sends the same and reports an outcome of the same kind.
+    /// say, the machine sends the same, and its outcome differs only between released
+    /// and not held, or in the detail of a denial.
     pub fn awaits_only_reported(&self) -> bool {
         matches!(&self.core, Core::Redlock(r) if r.awaits_only_reported())
     }
