@@ -1,5 +1,6 @@
 //! A level of the breadth-first search as it waits to be expanded ([`Frontier`]): whole
-//! states, or with [`crate::search::SearchOptions::compact`] a compact [`Level`].
+//! states in [`Segments`], or with [`crate::search::SearchOptions::compact`] a compact
+//! [`Level`].
 //!
 //! The states of one level share most of their parts: a level of a million states may
 //! hold a few thousand distinct clients and nodes. A [`Level`] keeps each distinct
@@ -13,7 +14,7 @@
 //! tables to be expanded, and each new part is looked up in them (reports/bench-checker.md,
 //! "A compact frontier").
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
 use rustc_hash::FxBuildHasher;
@@ -237,11 +238,61 @@ impl Level {
 /// The states of a level waiting to be expanded, each with its fingerprint, in the order
 /// they were found.
 pub enum Frontier {
-    /// Each state as it is.
-    Whole(Vec<(u64, State)>),
+    /// Each state as it is, in segments.
+    Whole(Segments),
     /// Each state as the numbers of its parts (boxed: one a level, and its tables are
     /// larger than a vector).
     Compact(Box<Level>),
+}
+
+/// A level's whole states are stored in segments of at most [`SEGMENT`] states, each
+/// allocated at its full size once. A level grows without moving what it holds (one
+/// vector would double again and again, copying every state it holds and touching new
+/// pages each time), and it is handed out for expansion as its segments: only where a
+/// block or a worker's chunk ends inside a segment are the states taken moved.
+const SEGMENT: usize = 1 << 12;
+
+/// A level of whole states, in segments, in the order they were pushed.
+#[derive(Default)]
+pub struct Segments {
+    segments: Vec<Vec<(u64, State)>>,
+    len: usize,
+}
+
+impl Segments {
+    fn push(&mut self, fp: u64, state: State) {
+        match self.segments.last_mut() {
+            Some(last) if last.len() < SEGMENT => last.push((fp, state)),
+            _ => {
+                let mut segment = Vec::with_capacity(SEGMENT);
+                segment.push((fp, state));
+                self.segments.push(segment);
+            }
+        }
+        self.len += 1;
+    }
+}
+
+/// Consecutive states of a segment not yet handed out.
+type Segment = std::vec::IntoIter<(u64, State)>;
+
+/// The first at most `n` states (`n` at least 1) of `segments`: whole segments, but for
+/// a last one cut where a segment holds more than `n` leaves room for (only the states
+/// taken are moved).
+fn take_front(segments: &mut VecDeque<Segment>, n: usize) -> Vec<Segment> {
+    let mut taken = Vec::new();
+    let mut room = n;
+    while let Some(first) = segments.front_mut().filter(|_| room > 0) {
+        if first.len() <= room {
+            room -= first.len();
+            taken.extend(segments.pop_front());
+        } else {
+            let part: Vec<(u64, State)> = first.by_ref().take(room).collect();
+            room = 0;
+            taken.push(part.into_iter());
+        }
+    }
+    taken
 }
 
 impl Frontier {
@@ -250,14 +301,14 @@ impl Frontier {
         if compact {
             Frontier::Compact(Box::default())
         } else {
-            Frontier::Whole(Vec::new())
+            Frontier::Whole(Segments::default())
         }
     }
 
     /// An empty level for the successors of this one's states.
     pub fn after(&self) -> Self {
         match self {
-            Frontier::Whole(_) => Frontier::Whole(Vec::new()),
+            Frontier::Whole(_) => Frontier::Whole(Segments::default()),
             Frontier::Compact(level) => Frontier::Compact(Box::new(Level::after(level))),
         }
     }
@@ -265,7 +316,7 @@ impl Frontier {
     /// States stored.
     pub fn len(&self) -> usize {
         match self {
-            Frontier::Whole(states) => states.len(),
+            Frontier::Whole(states) => states.len,
             Frontier::Compact(level) => level.len(),
         }
     }
@@ -279,7 +330,7 @@ impl Frontier {
     /// ([`Origin::shared`]; empty when none are known).
     pub fn push(&mut self, fp: u64, state: State, shared: &[u32]) {
         match self {
-            Frontier::Whole(states) => states.push((fp, state)),
+            Frontier::Whole(states) => states.push(fp, state),
             Frontier::Compact(level) => level.push(fp, state, shared),
         }
     }
@@ -289,7 +340,10 @@ impl Frontier {
     /// the next are not both held in full.
     pub fn blocks(&mut self) -> Blocks<'_> {
         match self {
-            Frontier::Whole(states) => Blocks::Whole(std::mem::take(states).into_iter()),
+            Frontier::Whole(states) => {
+                let Segments { segments, .. } = std::mem::take(states);
+                Blocks::Whole(segments.into_iter().map(Vec::into_iter).collect())
+            }
             Frontier::Compact(level) => Blocks::Compact(level, 0),
         }
     }
@@ -297,7 +351,7 @@ impl Frontier {
 
 /// The blocks of a [`Frontier`], in order.
 pub enum Blocks<'a> {
-    Whole(std::vec::IntoIter<(u64, State)>),
+    Whole(VecDeque<Segment>),
     /// The level and the first state not yet handed out.
     Compact(&'a Level, usize),
 }
@@ -307,8 +361,8 @@ impl<'a> Blocks<'a> {
     pub fn next_block(&mut self, n: usize) -> Option<Block<'a>> {
         let n = n.max(1);
         match self {
-            Blocks::Whole(states) => {
-                let block: Vec<(u64, State)> = states.by_ref().take(n).collect();
+            Blocks::Whole(segments) => {
+                let block = take_front(segments, n);
                 (!block.is_empty()).then_some(Block::Whole(block))
             }
             Blocks::Compact(level, next) => {
@@ -322,7 +376,8 @@ impl<'a> Blocks<'a> {
 
 /// Consecutive states of a level.
 pub enum Block<'a> {
-    Whole(Vec<(u64, State)>),
+    /// Whole states, in segments.
+    Whole(Vec<Segment>),
     Compact(&'a Level, std::ops::Range<usize>),
 }
 
@@ -347,7 +402,7 @@ impl<'a> Block<'a> {
     /// States in the block.
     pub fn len(&self) -> usize {
         match self {
-            Block::Whole(states) => states.len(),
+            Block::Whole(segments) => segments.iter().map(ExactSizeIterator::len).sum(),
             Block::Compact(_, range) => range.len(),
         }
     }
@@ -357,14 +412,15 @@ impl<'a> Block<'a> {
         self.len() == 0
     }
 
-    /// The block cut into consecutive chunks of at most `size` states.
+    /// The block cut into consecutive chunks of at most `size` states. Whole segments
+    /// go to a chunk as they are; a segment is split only where a chunk ends inside it.
     pub fn chunks(self, size: usize) -> Vec<Block<'a>> {
         let size = size.max(1);
         match self {
-            Block::Whole(states) => {
-                let mut states = states.into_iter();
+            Block::Whole(segments) => {
+                let mut rest = VecDeque::from(segments);
                 std::iter::from_fn(|| {
-                    let c: Vec<_> = states.by_ref().take(size).collect();
+                    let c = take_front(&mut rest, size);
                     (!c.is_empty()).then_some(Block::Whole(c))
                 })
                 .collect()
@@ -381,8 +437,8 @@ impl<'a> Block<'a> {
     /// in order; whole states are freed as the block ends.
     pub fn each(self, mut f: impl FnMut(u64, &State, Origin<'_>)) {
         match self {
-            Block::Whole(states) => {
-                for (fp, s) in &states {
+            Block::Whole(segments) => {
+                for (fp, s) in segments.iter().flat_map(Segment::as_slice) {
                     f(*fp, s, Origin { at: None });
                 }
             }
@@ -407,6 +463,7 @@ mod tests {
     use super::*;
     use crate::model::LockModel;
     use crate::scenario::Scenario;
+    use stateright::Model;
 
     /// The model of `name` in `scenarios/`.
     fn model_of(name: &str) -> LockModel {
@@ -455,6 +512,44 @@ mod tests {
                     a.unique_states
                 );
             }
+        }
+    }
+
+    /// Whole states come out of blocks and chunks of any size in the order they were
+    /// stored, each block and chunk within its size, across segment boundaries.
+    #[test]
+    fn segments_hand_out_states_in_order() {
+        let model = model_of("lua-release-pause.toml");
+        let state = model.init_states().into_iter().next().unwrap();
+        let n = 2 * SEGMENT + 1_000;
+        for (block_states, chunk) in [
+            (1, 1),
+            (97, 13),
+            (SEGMENT, SEGMENT / 2),
+            (usize::MAX, 5_000),
+        ] {
+            let mut frontier = Frontier::new(false);
+            for fp in 0..n as u64 {
+                frontier.push(fp, state.clone(), &[]);
+            }
+            assert_eq!(frontier.len(), n);
+            let mut out = Vec::new();
+            let mut blocks = frontier.blocks();
+            while let Some(block) = blocks.next_block(block_states) {
+                assert!(block.len() <= block_states && !block.is_empty());
+                for c in block.chunks(chunk) {
+                    assert!(c.len() <= chunk && !c.is_empty());
+                    c.each(|fp, s, _| {
+                        assert_eq!(s, &state);
+                        out.push(fp);
+                    });
+                }
+            }
+            assert_eq!(
+                out,
+                (0..n as u64).collect::<Vec<_>>(),
+                "blocks of {block_states}"
+            );
         }
     }
 
