@@ -49,7 +49,41 @@ pub(crate) fn token_number(bytes: &[u8]) -> Option<u32> {
 struct StateHasher<'a> {
     bytes: &'a mut Vec<u8>,
     token_names: bool,
-    seen: Vec<u32>,
+    seen: FirstSeen,
+}
+
+/// Token numbers in the order of their first appearance. The first [`FirstSeen::INLINE`]
+/// are kept in place: a state holds a few tokens, and a vector here was an allocation
+/// for every fingerprint and every symmetry sort key (a five-master state takes a dozen
+/// of those).
+#[derive(Default)]
+struct FirstSeen {
+    len: usize,
+    inline: [u32; FirstSeen::INLINE],
+    more: Vec<u32>,
+}
+
+impl FirstSeen {
+    const INLINE: usize = 8;
+
+    /// The order of token `n`'s first appearance, counting from 0; a token not met
+    /// before comes after every one met so far.
+    fn order(&mut self, n: u32) -> usize {
+        let kept = self.len.min(Self::INLINE);
+        if let Some(k) = self.inline[..kept].iter().position(|&s| s == n) {
+            return k;
+        }
+        if let Some(k) = self.more.iter().position(|&s| s == n) {
+            return Self::INLINE + k;
+        }
+        if self.len < Self::INLINE {
+            self.inline[self.len] = n;
+        } else {
+            self.more.push(n);
+        }
+        self.len += 1;
+        self.len - 1
+    }
 }
 
 /// `Hasher` methods that append an integer's little-endian bytes.
@@ -65,13 +99,7 @@ impl Hasher for StateHasher<'_> {
     fn write(&mut self, bytes: &[u8]) {
         match token_number(bytes).filter(|_| self.token_names) {
             Some(n) => {
-                let k = match self.seen.iter().position(|&s| s == n) {
-                    Some(k) => k,
-                    None => {
-                        self.seen.push(n);
-                        self.seen.len() - 1
-                    }
-                };
+                let k = self.seen.order(n);
                 // A marker no string of the state starts with, then the order.
                 self.bytes.push(0xfe);
                 self.bytes.extend_from_slice(&k.to_le_bytes());
@@ -113,16 +141,13 @@ thread_local! {
 pub(crate) fn token_blind_key<T: Hash>(value: &T) -> u64 {
     struct Blind {
         inner: rustc_hash::FxHasher,
-        seen: Vec<u32>,
+        seen: FirstSeen,
     }
     impl Hasher for Blind {
         fn write(&mut self, bytes: &[u8]) {
             match token_number(bytes) {
                 Some(n) => {
-                    let k = self.seen.iter().position(|&s| s == n).unwrap_or_else(|| {
-                        self.seen.push(n);
-                        self.seen.len() - 1
-                    });
+                    let k = self.seen.order(n);
                     self.inner.write_u8(0xfe);
                     self.inner.write_usize(k);
                 }
@@ -144,7 +169,7 @@ pub(crate) fn token_blind_key<T: Hash>(value: &T) -> u64 {
     }
     let mut h = Blind {
         inner: rustc_hash::FxHasher::default(),
-        seen: Vec::new(),
+        seen: FirstSeen::default(),
     };
     value.hash(&mut h);
     h.finish()
@@ -167,7 +192,7 @@ impl LockModel {
             let mut h = StateHasher {
                 bytes,
                 token_names,
-                seen: Vec::new(),
+                seen: FirstSeen::default(),
             };
             let State {
                 now,
@@ -221,5 +246,25 @@ mod tests {
         ] {
             assert_eq!(token_number(other), None, "{other:?}");
         }
+    }
+
+    /// Kept in place or beyond, a token's order is that of its first appearance, as a
+    /// plain list gives it.
+    #[test]
+    fn first_seen_orders_tokens_by_first_appearance() {
+        let met = [7, 3, 7, 9, 1, 2, 3, 4, 5, 6, 11, 12, 1, 12, 13, 9, 40, 13];
+        let mut seen = FirstSeen::default();
+        let mut list: Vec<u32> = Vec::new();
+        for n in met {
+            let expected = list.iter().position(|&s| s == n).unwrap_or_else(|| {
+                list.push(n);
+                list.len() - 1
+            });
+            assert_eq!(seen.order(n), expected, "token {n}");
+        }
+        assert!(
+            list.len() > FirstSeen::INLINE,
+            "the test reaches past the inline part"
+        );
     }
 }
