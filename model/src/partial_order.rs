@@ -1,6 +1,6 @@
 //! Partial-order reduction: the answers a Redlock fan-out only records are read in one
-//! order, and overdue requests reach their masters before anything that cannot touch
-//! them.
+//! order, overdue requests reach their masters before anything that cannot touch them,
+//! and a finishing client's deletes that can delete nothing are delivered at once.
 //!
 //! A Redlock client sends its command to every master and decides only when the last
 //! one has answered. Every earlier answer is just recorded: its machine sends nothing,
@@ -89,6 +89,34 @@
 //!   three-master scenarios).
 //! - No cycle (C3) and a non-empty set (C0) as above.
 //!
+//! **A client's last operation.** A client whose operation in flight is the last of its
+//! life — the release at the end of its program, or the release that undoes a failed
+//! acquire when no attempt is left — is finished once that operation ends, and nothing of
+//! it is read after: no property reads it (it is in no critical section; a Redlock entry
+//! always expires and is never renewed, so no entry of its is orphaned; and once it
+//! finishes it owns no entry any more, since each of its deletes has run or its master lost
+//! the entry, so `owner_only_release`, which asks whether an entry's writer still claims
+//! the lock, cannot tell when it finished), no other client or node reads its machine, and
+//! a finished client takes no step. Where such a release has a request still to deliver to
+//! a master that holds no entry with the client's token (the compare-and-delete there
+//! deletes nothing, and stays so: only the client writes its token, and its request to that
+//! master is this one), the search takes that delivery alone
+//! ([`LockModel::delivery_changes_nothing`]), under the same conditions as the reads above
+//! and with no node fault left that could strike the master (a restart would lose the
+//! request). The delivery changes nothing but the client's own request, which becomes a
+//! reply; it is checked on a copy (the master, the stock and the ownership flag as they
+//! were). Moving it to the front of a run `w`: every step of `w` but the client's own is
+//! taken as in `w` (none reads the client's request or reply; the master is as it was), the
+//! client's own reads are taken as in `w` but that of this master, which is taken before
+//! the first tick at which its reply would be overdue, and before the pauses that pause
+//! placement puts just ahead of that tick (a paused client's reply waits and blocks
+//! nothing), and a step of the client's that its earlier end makes impossible (a read of a
+//! reply already read, a pause or crash after it finished) is left out, which only leaves
+//! fault budget unspent. The run ends in a state that differs from `w`'s only in that
+//! client, which no property reads, so it breaks the same properties (C1, C2); no cycle and
+//! a non-empty set as above (C3, C0). The tests compare verdicts, lengths and coverage with
+//! the search without the reduction, as for the rest of it.
+//!
 //! Pause placement ([`crate::pause_placement`]) keeps every resume on offer after a
 //! delivery, as after a recorded answer: a delivery reads nothing of a pause.
 //!
@@ -101,8 +129,11 @@
 
 use stateright::Model;
 
+use locklab::{Command, Script};
+
 use crate::client::Op;
 use crate::model::{client_index, Action, FaultKind, LockModel};
+use crate::redis::Value;
 use crate::state::{Client, Phase, State};
 
 impl LockModel {
@@ -128,6 +159,14 @@ impl LockModel {
         if let Some(a) = ample {
             out.clear();
             out.push(a);
+            return;
+        }
+        if let Some(last) = out.iter().copied().find(|&a| match a {
+            Action::Deliver(c, m) => self.delivery_changes_nothing(s, c, m),
+            _ => false,
+        }) {
+            out.clear();
+            out.push(last);
             return;
         }
         if let Some(set) = self.deliveries_alone(s) {
@@ -232,6 +271,66 @@ impl LockModel {
         }
         set.extend(faults);
         Some(set)
+    }
+
+    /// Whether client `c`'s operation in flight is the last of its life: the release
+    /// that ends its program, or the one that undoes a failed acquire with no attempt
+    /// left (see the module documentation, "A client's last operation").
+    fn in_last_operation(&self, c: &Client) -> bool {
+        let program = self.client_program();
+        let last = match c.core.phase {
+            Phase::Waiting { pc, .. } => {
+                program.op(pc) == Some(Op::Release) && usize::from(pc) + 1 == program.ops().len()
+            }
+            Phase::Acquiring => c.core.attempts == 0,
+            Phase::Idle | Phase::Critical { .. } | Phase::Done | Phase::Crashed => false,
+        };
+        last && c.core.machine.awaits_only_reported()
+    }
+
+    /// Whether delivering client `c`'s request to master `m` changes nothing that anyone
+    /// but `c` reads, now or whenever it comes: `c` is in its last operation, the request
+    /// is a compare-and-delete whose token no entry of its node holds, no fault can
+    /// strike that node any more, and executed on a copy it leaves every node, the stock
+    /// and the ownership flag as they are (see the module documentation).
+    pub fn delivery_changes_nothing(&self, s: &State, c: u8, m: u8) -> bool {
+        let (i, j) = (usize::from(c), usize::from(m));
+        let client = &s.clients[i];
+        let Some(flight) = client.core.flights[j].as_ref() else {
+            return false;
+        };
+        let Command::Eval {
+            script: Script::CompareAndDelete,
+            args,
+            ..
+        } = &*flight.command
+        else {
+            return false;
+        };
+        let n = usize::from(flight.node);
+        let node = &s.nodes[n];
+        let holds_token = |token: &str| {
+            node.data
+                .entries
+                .iter()
+                .any(|(_, e)| matches!(&e.value, Value::Str(v) if v.as_str() == token))
+        };
+        if !self.partial_order_applies()
+            || flight.held.is_some()
+            || !node.alive
+            || args.first().is_none_or(|token| holds_token(token))
+            || !self.in_last_operation(client)
+            || self.could_interfere_with_reads(s)
+            || !self.node_faults_at(s, 1 << n).is_empty()
+        {
+            return false;
+        }
+        self.next_state(s, Action::Deliver(c, m))
+            .is_some_and(|next| {
+                next.nodes == s.nodes
+                    && next.stock == s.stock
+                    && next.displaced_other == s.displaced_other
+            })
     }
 
     /// The node faults offered at the masters of `masters` (bit per master).
