@@ -348,6 +348,20 @@ impl Program {
         self.apply(step, c, serving)
     }
 
+    /// Whether the client is finished once the operation in flight ends, but for a grant
+    /// ([`Program::on_outcome`] gives [`Phase::Done`]): the release that ends the
+    /// program, whatever it is answered, or an acquire with no attempt left after it,
+    /// denied (a Redlock machine that undoes a failed acquire can only report a denial).
+    pub fn ends_on_answer(&self, c: &ClientCore) -> bool {
+        match c.phase {
+            Phase::Waiting { pc, .. } => {
+                self.op(pc) == Some(Op::Release) && usize::from(pc) + 1 >= self.ops.len()
+            }
+            Phase::Acquiring => c.attempts == 0,
+            Phase::Idle | Phase::Critical { .. } | Phase::Done | Phase::Crashed => false,
+        }
+    }
+
     /// What an outcome of the machine means in the client's phase: the new phase, the
     /// fencing token kept, and the change for the history.
     pub fn on_outcome(&self, c: &mut ClientCore, outcome: Outcome) -> Change {
@@ -474,6 +488,60 @@ mod tests {
                 crate::model::fingerprint(&token)
             );
         }
+    }
+
+    /// Where `ends_on_answer` says so, every outcome but a grant finishes the client;
+    /// elsewhere some outcome does not.
+    #[test]
+    fn the_last_operation_ends_the_client_but_for_a_grant() {
+        let cfg = LockConfig::new(DesignId::Redlock, "lock", 5);
+        let p = Program::of(&cfg);
+        let grant = Grant {
+            token: "t".into(),
+            lease_end: Some(5),
+            fence: None,
+            holds: 1,
+        };
+        let outcomes = [
+            Outcome::Acquired(grant),
+            Outcome::Denied(Denied::NoQuorum { granted: 1 }),
+            Outcome::Released { holds_left: 0 },
+        ];
+        let waiting = |pc| Phase::Waiting {
+            pc,
+            read: Some(9),
+            worked: 1,
+        };
+        let mut last = 0;
+        for (phase, attempts) in [
+            (Phase::Acquiring, 0),
+            (Phase::Acquiring, 1),
+            (waiting(2), 0),
+            (waiting(2), 1),
+            (waiting(1), 0),
+        ] {
+            let mut c = ClientCore::new(&cfg, attempts, 3);
+            c.phase = phase.clone();
+            let ends = p.ends_on_answer(&c);
+            let done = outcomes
+                .iter()
+                .filter(|o| !matches!(o, Outcome::Acquired(_)))
+                .map(|o| {
+                    let mut c = c.clone();
+                    p.on_outcome(&mut c, o.clone());
+                    c.phase == Phase::Done
+                });
+            if ends {
+                last += 1;
+                assert!(done.clone().all(|d| d), "{phase:?}, {attempts} attempts");
+            } else {
+                assert!(!done.clone().all(|d| d), "{phase:?}, {attempts} attempts");
+            }
+        }
+        assert_eq!(
+            last, 3,
+            "the last release (either count) and the last attempt"
+        );
     }
 
     #[test]

@@ -273,19 +273,11 @@ impl LockModel {
         Some(set)
     }
 
-    /// Whether client `c`'s operation in flight is the last of its life: the release
-    /// that ends its program, or the one that undoes a failed acquire with no attempt
-    /// left (see the module documentation, "A client's last operation").
-    fn in_last_operation(&self, c: &Client) -> bool {
-        let program = self.client_program();
-        let last = match c.core.phase {
-            Phase::Waiting { pc, .. } => {
-                program.op(pc) == Some(Op::Release) && usize::from(pc) + 1 == program.ops().len()
-            }
-            Phase::Acquiring => c.core.attempts == 0,
-            Phase::Idle | Phase::Critical { .. } | Phase::Done | Phase::Crashed => false,
-        };
-        last && c.core.machine.awaits_only_reported()
+    /// Whether client `c`'s operation in flight is the last of its life and a release,
+    /// which reports no grant (see the module documentation, "A client's last
+    /// operation").
+    fn in_last_release(&self, c: &Client) -> bool {
+        self.client_program().ends_on_answer(&c.core) && c.core.machine.awaits_only_reported()
     }
 
     /// Whether delivering client `c`'s request to master `m` changes nothing that anyone
@@ -319,7 +311,7 @@ impl LockModel {
             || flight.held.is_some()
             || !node.alive
             || args.first().is_none_or(|token| holds_token(token))
-            || !self.in_last_operation(client)
+            || !self.in_last_release(client)
             || self.could_interfere_with_reads(s)
             || !self.node_faults_at(s, 1 << n).is_empty()
         {
