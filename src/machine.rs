@@ -67,9 +67,12 @@ pub struct LockConfig {
 /// What a renewing design's watchdog does after a renewal that got no answer.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum RenewalOnError {
-    /// Stop renewing this hold, as Redisson's `renewExpiration` does: it logs "Can't
-    /// update lock ... expiration" and does not reschedule itself. The holder keeps its
-    /// hold, and the lease runs out one ttl after the last renewal that ran.
+    /// Stop renewing this hold after one renewal that got no answer (the driver sends
+    /// each renewal once). The holder keeps its hold, and the lease runs out one ttl
+    /// after the last renewal that ran. Redisson's `renewExpiration` stops so ("Can't
+    /// update lock ... expiration") only once its command layer gave the renewal up,
+    /// after resending it `retryAttempts` times: one lost reply does not stop it, a
+    /// partition that outlasts the resends does.
     #[default]
     Stop,
     /// Try again at the next interval (the lease runs out by itself if none succeeds).

@@ -114,10 +114,10 @@ pub struct CheckArgs {
     /// for the gallery's scenarios (in scenarios/), else a temporary folder it names].
     #[arg(long, value_name = "DIR")]
     pub reports: Option<PathBuf>,
-    /// Compute what each violation needs: each fault kind of the budget, and the step
-    /// delays, is needed when the property holds without it (one more search of the
-    /// scenario per fault kind, and one without step delays); checked against the
-    /// scenario's `[expect] cause`.
+    /// Compute what each violation needs: each fault kind of the budget, the masters'
+    /// clock drift and the step delays is needed when the property holds without it
+    /// (one more search of the scenario per fault kind, one without drift and one
+    /// without step delays); checked against the scenario's `[expect] cause`.
     #[arg(long)]
     pub cause: bool,
     /// Check only shard K of N (1 <= K <= N): the scenarios sorted by file name, every

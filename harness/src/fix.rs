@@ -29,7 +29,8 @@ pub enum Culprit {
 impl Culprit {
     /// What the violation needs, from the trace's computed cause: the first fault in
     /// the trace of a kind the violation needs, or [`Culprit::Timing`] when it needs
-    /// none (only step delays, or no one ingredient). A pause needed but taken by a
+    /// none (only step delays, or no one ingredient); a master clock that runs fast,
+    /// when the drift is needed. A pause needed but taken by a
     /// client that did not hold the lock is timing too: the holder outlived its lease
     /// on its own. Without a computed cause, the first fault of the trace.
     pub fn of(trace: &Trace) -> Culprit {
@@ -46,13 +47,19 @@ impl Culprit {
                     && !(kind == FaultKind::Pause && n.struck.is_some_and(|s| s != Struck::Holder))
             })
         };
+        let drift = cause
+            .needs
+            .iter()
+            .any(|n| n.ingredient == Ingredient::NodeDrift);
         trace
             .actions
             .iter()
             .find_map(|&a| {
-                FaultKind::of(&a)
-                    .filter(|&k| needed(k))
-                    .and_then(|_| Culprit::of_action(a))
+                let wanted = match a {
+                    Action::NodeDrift(_) => drift,
+                    a => FaultKind::of(&a).is_some_and(needed),
+                };
+                wanted.then(|| Culprit::of_action(a)).flatten()
             })
             .unwrap_or(Timing)
     }
@@ -178,9 +185,10 @@ const RENEWAL_STOPPED: Fix = Fix {
              resource (fencing = \"all\")",
     ),
     why: Cow::Borrowed(
-        "One renewal got no answer and the watchdog stopped, as Redisson's renewExpiration \
-          does: it logs \"Can't update lock ... expiration\" and never runs again. The \
-          holder went on working, its lease ran out one ttl after the last renewal that \
+        "One renewal got no answer and the watchdog, which sends each renewal once, \
+          stopped (Redisson's renewExpiration stops so, logging \"Can't update lock ... \
+          expiration\", once its command layer has given the renewal up after its \
+          resends). The holder went on working, its lease ran out one ttl after the last renewal that \
           ran, and the next client got in. A watchdog that tries again at the next \
           interval keeps the lease while any renewal gets through.",
     ),

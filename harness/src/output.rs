@@ -44,7 +44,7 @@
 //! the shards into the report of the whole run.
 //!
 //! `cause` (null unless computed: `check --cause`, `report`) is what a violation needs:
-//! each fault kind of the budget (its `[faults]` key), and `step_delays`, without which
+//! each fault kind of the budget (its `[faults]` key), `node_drift` and `step_delays`, without which
 //! the property holds, with whom a client fault struck in the trace (`holder`,
 //! `acquiring`, `waiting`, `finished`); `undecided` lists those a bounded search left
 //! open. `expected_cause` is the scenario's `[expect] cause` for a property it expects

@@ -149,10 +149,12 @@ pub fn patterns(scenario: &Scenario) -> Vec<Pattern> {
     {
         out.push(Pattern {
             seeds: seed!(0),
-            pattern: "Redisson's renewExpiration: a renewal that fails logs \"Can't update \
-                      lock ... expiration\" and is not rescheduled, so one lost renewal ends \
-                      the watchdog while the holder works on (renewal_on_error = \"stop\", \
-                      the default; \"retry\" tries again).",
+            pattern: "A watchdog that stops after a renewal that got no answer \
+                      (renewal_on_error = \"stop\", the default; \"retry\" tries again): \
+                      the holder works on under a lease nobody renews. Redisson's \
+                      renewExpiration does so, logging \"Can't update lock ... \
+                      expiration\", once its command layer has given the renewal up \
+                      (it resends a command whose reply timed out, retryAttempts times).",
         });
     }
     if scenario.fencing != Fencing::Off {

@@ -1,9 +1,10 @@
 //! What a violation needs. A counterexample shows one way to break a property, and the
 //! faults it happens to contain need not be why: the shortest path may pause an idle
 //! client while the holder outlives its lease by ordinary step delays. So the cause is
-//! computed, not read off the path: each fault kind of the budget, and the step delays
-//! (`max_step_delay`), is *needed* when the property holds with that budget (or the
-//! delays) set to zero, each a search of its own with the same bounds and reductions.
+//! computed, not read off the path: each fault kind of the budget, the masters' clock
+//! drift (`timing.node_drift`) and the step delays (`max_step_delay`) is *needed* when
+//! the property holds with that budget (the drift, the delays) set to zero, each a
+//! search of its own with the same bounds and reductions.
 //! Which client a needed fault struck (the holder, or a client waiting for the lock) is
 //! then read from the counterexample itself.
 
@@ -17,48 +18,58 @@ use crate::scenario::{Property, Scenario};
 use crate::search::{replay, search, SearchOptions, SearchResult};
 use crate::state::{Phase, State};
 
-/// One thing a violation may need: a fault kind of the budget, or the step delays.
+/// One thing a violation may need: a fault kind of the budget, the masters' clock
+/// drift, or the step delays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Ingredient {
     Fault(FaultKind),
+    /// Master clocks that run fast (`timing.node_drift > 0`): a key expires early by
+    /// the clock of the client that holds it.
+    NodeDrift,
     /// The partial synchrony of `max_step_delay > 0`: a step or a message may wait.
     StepDelays,
 }
 
 impl Ingredient {
-    /// Every ingredient, in the order of the `[faults]` keys, the step delays last.
-    pub const ALL: [Ingredient; FaultKind::ALL.len() + 1] = {
-        let mut all = [Ingredient::StepDelays; FaultKind::ALL.len() + 1];
+    /// Every ingredient, in the order of the `[faults]` keys, then the drift, the step
+    /// delays last.
+    pub const ALL: [Ingredient; FaultKind::ALL.len() + 2] = {
+        let mut all = [Ingredient::StepDelays; FaultKind::ALL.len() + 2];
         let mut k = 0;
         while k < FaultKind::ALL.len() {
             all[k] = Ingredient::Fault(FaultKind::ALL[k]);
             k += 1;
         }
+        all[k] = Ingredient::NodeDrift;
         all
     };
 
-    /// Its name in `[expect] cause`: the `[faults]` key, or `step_delays`.
+    /// Its name in `[expect] cause`: the `[faults]` key, `node_drift` (the `[timing]`
+    /// key) or `step_delays`.
     pub fn key(self) -> &'static str {
         match self {
             Ingredient::Fault(kind) => kind.key(),
+            Ingredient::NodeDrift => "node_drift",
             Ingredient::StepDelays => "step_delays",
         }
     }
 
-    /// Whether the scenario has it at all: a budget above zero, or a step delay.
+    /// Whether the scenario has it at all: a budget above zero, a drift, a step delay.
     pub fn present(self, scenario: &Scenario) -> bool {
         match self {
             Ingredient::Fault(kind) => kind.budget(&scenario.faults) > 0,
+            Ingredient::NodeDrift => scenario.timing.node_drift > 0,
             Ingredient::StepDelays => scenario.timing.max_step_delay > 0,
         }
     }
 
-    /// The scenario without it: that budget, or the step delay, set to zero.
+    /// The scenario without it: that budget, the drift or the step delay set to zero.
     pub fn without(self, scenario: &Scenario) -> Scenario {
         let mut s = scenario.clone();
         let f = &mut s.faults;
         match self {
             Ingredient::Fault(kind) => f[kind] = 0,
+            Ingredient::NodeDrift => s.timing.node_drift = 0,
             Ingredient::StepDelays => s.timing.max_step_delay = 0,
         }
         s
@@ -68,6 +79,7 @@ impl Ingredient {
     fn noun(self) -> &'static str {
         match self {
             Ingredient::Fault(kind) => kind.noun(),
+            Ingredient::NodeDrift => "a master clock that runs fast",
             Ingredient::StepDelays => "step delays",
         }
     }

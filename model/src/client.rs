@@ -197,8 +197,15 @@ impl Program {
         self.ops.get(usize::from(pc)).copied()
     }
 
-    /// The next op the client may take now: holding, its machine idle, and for the
-    /// write the stock read and `work` ticks worked since.
+    /// The next op the client may take now: holding, for the write the stock read and
+    /// `work` ticks worked since, and for a re-entry or release its machine idle.
+    ///
+    /// Reading and writing the stock are the application's own steps, not the lock's:
+    /// a renewal in flight (the machine busy) runs beside them on the renewal task's
+    /// timer, as Redisson's watchdog, python-redis-lock's renewal thread and the
+    /// driver's renewal task do, and holds up only a re-entry or a release, which go
+    /// through the machine (one command at a time: the driver's release waits for the
+    /// renewal's answer on the machine's lock).
     pub fn next(&self, phase: &Phase, machine: &LockMachine, work: u32) -> Option<Op> {
         let Phase::Critical { pc, read, worked } = phase else {
             return None;
@@ -206,9 +213,10 @@ impl Program {
         let op = self.op(*pc)?;
         let ready = match op {
             Op::Write => read.is_some() && u32::from(*worked) >= work,
-            Op::Reenter | Op::Read | Op::Release => true,
+            Op::Read => true,
+            Op::Reenter | Op::Release => !machine.busy(),
         };
-        (ready && !machine.busy()).then_some(op)
+        ready.then_some(op)
     }
 
     fn last(&self, op: Op) -> Option<u8> {

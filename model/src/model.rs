@@ -100,10 +100,9 @@ impl LockModel {
         cfg.wait_replicas = scenario.wait_replicas;
         if scenario.design == DesignId::Redlock {
             // Redlock's client contract: the holder takes the lock only with more
-            // validity left than its slowest critical section takes (the read within
-            // the step bound, the work, the write within the step bound).
-            let t = &scenario.timing;
-            cfg.min_validity = u64::from(t.work) + 2 * u64::from(t.max_step_delay);
+            // validity left than the scenario asks (by default its slowest critical
+            // section: the read within the step bound, the work, the write within it).
+            cfg.min_validity = scenario.timing.min_validity();
         }
         if let Some(r) = scenario.renewal {
             cfg.renewal_on_error = r.renewal_on_error;
@@ -655,7 +654,8 @@ impl LockModel {
                     <= 1
             }
             Property::OwnerOnlyRelease => !s.displaced_other,
-            Property::NoOrphanedLock => !s.nodes.iter().any(|n| {
+            Property::NoOrphanedLock => !self.serving_nodes(s).any(|n| {
+                let n = &s.nodes[n];
                 n.alive
                     && n.data
                         .entry(&self.cfg.key)
@@ -663,6 +663,18 @@ impl LockModel {
             }),
             Property::ResourceSafety => s.stock.consistent(),
         }
+    }
+
+    /// The nodes clients write the lock to: the one serving each master slot, and during
+    /// a split brain the old master too. A replica's copy blocks nobody: it is removed
+    /// when the replica next catches up (replication brings the delete), and is judged
+    /// once the replica is promoted and serves.
+    pub fn serving_nodes<'a>(&self, s: &'a State) -> impl Iterator<Item = usize> + 'a {
+        let old = s.split.as_ref().map(|sp| usize::from(sp.old));
+        s.serving
+            .iter()
+            .map(|&n| usize::from(n))
+            .chain(old.filter(|o| !s.serving.iter().any(|&n| usize::from(n) == *o)))
     }
 
     /// An orphaned lock entry: it can never go away (no expiry, or renewed by a machine

@@ -560,7 +560,7 @@ fn an_unanswered_inner_unlock_keeps_the_outer_hold() {
     granted(design, sim.acquire(b));
 }
 
-/// A renewal that gets no answer stops the watchdog by default, as Redisson's does; with
+/// A renewal that gets no answer stops the watchdog by default (it is sent once); with
 /// `RenewalOnError::Retry` it goes on. Either way the hold stays, with its old lease, and
 /// a fresh hold is renewed again.
 #[test]

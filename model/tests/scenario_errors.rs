@@ -83,7 +83,7 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             with("ttl", "tll = 4"),
             Some(Unknown),
             "scenarios/golden.toml:12: key `timing.tll`: unknown key; valid keys in [timing]: \
-             ttl, work, max_step_delay, horizon, tick_ms, clock_jump, node_drift, drift_allowance",
+             ttl, work, max_step_delay, horizon, tick_ms, clock_jump, node_drift, drift_allowance, min_validity",
         ),
         // An unknown key anywhere beats a mistake earlier in the file.
         (

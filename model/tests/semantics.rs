@@ -369,6 +369,112 @@ fn a_due_renewal_is_bounded_on_its_own() {
     assert!(offered_path(&model, &renewed).is_some());
 }
 
+/// A renewal in flight runs beside the holder's own work: the stock read and write are
+/// the application's steps, not the lock's, so they are offered (and bounded by
+/// `max_step_delay`, the clock waiting for them) while the renewal is on the wire; only
+/// the release waits for its answer. Before, a renewal made the holder's write no step
+/// at all, so the clock ran on past the lease while the write waited: the watchdog
+/// around `WAIT 1` broke mutual exclusion with no fault, where the same lock without
+/// the watchdog (or with the renewal's answer in) holds.
+#[test]
+fn a_renewal_in_flight_holds_up_only_the_release() {
+    let sc = parse(&text("watchdog", 3, 1, 8, "").replace("count = 2", "count = 1"));
+    let model = LockModel::new(&sc);
+    use Action::*;
+    let renewing = [
+        Acquire(0),
+        Deliver(0, 0),
+        Receive(0, 0),
+        Tick,
+        Renew(0),
+        Read(0),
+        Tick,
+        Write(0),
+    ];
+    let states = offered_path(&model, &renewing).expect("read and write beside the renewal");
+    let last = states.last().unwrap();
+    assert!(
+        last.clients[0].core.machine.busy(),
+        "the renewal is still out"
+    );
+    assert!(
+        offered_path(&model, &[&renewing[..], &[Release(0)]].concat()).is_none(),
+        "the release waits for the renewal's answer"
+    );
+    assert!(offered_path(
+        &model,
+        &[&renewing[..], &[Deliver(0, 0), Receive(0, 0), Release(0)]].concat()
+    )
+    .is_some());
+    // The write is a pending step: the clock does not run past it while it waits.
+    let waiting = &renewing[..6];
+    assert!(offered_path(&model, &[waiting, &[Tick]].concat()).is_some());
+    assert!(
+        offered_path(&model, &[waiting, &[Tick, Tick]].concat()).is_none(),
+        "the overdue write holds the clock"
+    );
+
+    // Without a fault, the watchdog around WAIT 1 holds as the same lock without it
+    // does: a lease of 7 ticks covers the acquire, the WAIT and the work.
+    let wait = |design: &str| {
+        let extra = "[topology]\nmasters = 1\nreplicas = 1";
+        let text =
+            text(design, 7, 1, 16, extra).replace("design = ", "wait_replicas = 1\ndesign = ");
+        check(&parse(&text))
+    };
+    for design in ["watchdog", "lua-release"] {
+        let result = wait(design);
+        assert!(result.purchased, "{design}");
+        assert!(
+            result.counterexample(Property::MutualExclusion).is_none(),
+            "{design}: a renewal cannot shorten a lease"
+        );
+    }
+}
+
+/// An orphan is a lock where clients write it: a replica's copy of a deleted key blocks
+/// nobody, and goes when the replica catches up. Before, naive SETNX with one replica
+/// and no fault broke no_orphaned_lock: the holder deleted its key on the master and
+/// finished while the replica still had the copy. Promoted by a failover, the copy
+/// serves, and is an orphan then.
+#[test]
+fn a_replicas_copy_is_no_orphan_until_it_serves() {
+    let replica = "[topology]\nmasters = 1\nreplicas = 1";
+    let quiet = check(&scenario("naive-setnx", 4, 1, 12, replica));
+    assert!(quiet.purchased);
+    assert!(
+        quiet.counterexample(Property::NoOrphanedLock).is_none(),
+        "a replica that merely lags orphans nothing"
+    );
+    let sc = scenario("naive-setnx", 4, 1, 12, replica);
+    let model = LockModel::new(&sc);
+    let stale = crate_levels(&model, 14)
+        .into_iter()
+        .flatten()
+        .find(|s| {
+            let copy = s.nodes[1].data.entry("lock");
+            let owner = copy
+                .and_then(|e| e.owner)
+                .map(|o| &s.clients[usize::from(o)]);
+            s.nodes[0].data.entry("lock").is_none()
+                && copy.is_some_and(|e| e.expires_at.is_none())
+                && owner.is_some_and(|c| c.core.phase == Phase::Done)
+        })
+        .expect("a replica still has the key its holder deleted");
+    assert!(model.holds(Property::NoOrphanedLock, &stale));
+
+    let failover = format!("{replica}\n[faults]\nfailovers = 1");
+    let promoted = check(&scenario("naive-setnx", 4, 1, 12, &failover));
+    assert!(
+        promoted.counterexample(Property::NoOrphanedLock).is_some(),
+        "the promoted copy serves, and nobody will delete it"
+    );
+}
+
+fn crate_levels(model: &LockModel, depth: usize) -> Vec<Vec<locklab_model::state::State>> {
+    locklab_model::model::levels(model, depth)
+}
+
 /// Split brains of any shape: the partition leaves some replicas on the old master's
 /// side, where they keep following it, and Sentinel ranks only the replicas it reaches.
 /// Before, every replica followed the promoted node and the most advanced replica was
@@ -461,6 +567,35 @@ fn redlocks_drift_allowance_decides_the_verdict() {
     assert_eq!(verdict(1, 1), None);
     assert_eq!(verdict(0, 0), None);
     assert_eq!(verdict(0, 1), None);
+}
+
+/// `min_validity` says what validity the client holds the lock on. By default one that
+/// covers the slowest critical section, the client's side of Redlock's contract; `0`
+/// any positive validity, as the Redlock spec, pottery and rslock accept a lock. With a
+/// 4-tick lease, an acquire whose legs each take their tick leaves too little for the
+/// read, the work and the write: the libraries' rule breaks mutual exclusion with step
+/// delays alone, the contract's gives the grants back and holds.
+#[test]
+fn redlocks_min_validity_decides_what_it_holds_on() {
+    let verdict = |extra: &str| {
+        let sc = parse(
+            &text("redlock", 4, 1, 10, "")
+                .replace(
+                    "horizon = 10",
+                    &format!("horizon = 10\ndrift_allowance = 0\n{extra}"),
+                )
+                .replace("[timing]", "[topology]\nmasters = 3\n[timing]"),
+        );
+        let r = check(&sc);
+        assert!(r.purchased, "{extra:?}");
+        r.counterexample(Property::MutualExclusion).is_some()
+    };
+    assert!(
+        verdict("min_validity = 0"),
+        "any positive validity is too little"
+    );
+    assert!(!verdict(""), "the default covers the critical section");
+    assert!(!verdict("min_validity = 3"), "the default, written out");
 }
 
 /// Coverage that can fail: a lease lost under a holder that still believes it holds,

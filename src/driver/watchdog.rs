@@ -11,9 +11,10 @@
 //! It renews nothing for a hold that was released, that a renewal found gone (the
 //! guard then reports [`is_lost`](super::LockGuard::is_lost)), or whose last guard was
 //! dropped (the key then expires within one ttl); dropping the [`Lock`](super::Lock)
-//! aborts the task. A renewal that gets no answer stops it too, as Redisson's
-//! `renewExpiration` does ([`RenewalOnError::Stop`], the default: the hold stays, the
-//! lease runs out one ttl after the last renewal that ran); with
+//! aborts the task. A renewal that gets no answer stops it too ([`RenewalOnError::Stop`],
+//! the default: each renewal is sent once, the hold stays, the lease runs out one ttl
+//! after the last renewal that ran; Redisson's `renewExpiration` stops so once its
+//! command layer has resent the renewal `retryAttempts` times); with
 //! [`RenewalOnError::Retry`] the next renewal tries again. The decision is the
 //! machine's ([`LockMachine::renewing`]), the same one the model checks.
 //!

@@ -8,7 +8,9 @@
 //!   written last by another client that still held it or was acquiring it
 //!   ([`Event::Displaced`]; "holds" as in the model: from the start of an acquire
 //!   attempt until the attempt fails, the client finishes, or crashes).
-//! - `no_orphaned_lock`: no live node ever showed the lock key without an expiry while
+//! - `no_orphaned_lock`: no live node that serves the lock (a master slot's, or the old
+//!   master of a split brain; a replica's copy is judged once it is promoted) ever
+//!   showed the lock key without an expiry while
 //!   no live client believed it held it (the client that wrote it crashed, or its
 //!   attempt failed or it finished, e.g. after a timeout on a command that ran), as
 //!   `LockModel::orphaned` (not judged for getset-timestamp, whose expiry is in the

@@ -1173,8 +1173,9 @@ impl Run {
         Ok(())
     }
 
-    /// Look at the lock key on every observable node: record it for the checker when
-    /// it changed (or has no expiry), and learn when it really expires.
+    /// Look at the lock key on every observable node: learn when it really expires, and
+    /// on the nodes that serve record it for the checker when it changed (or has no
+    /// expiry).
     async fn observe(&mut self) {
         let key = self.cfg.key.clone();
         for n in 0..self.nemesis.nodes() {
@@ -1198,6 +1199,12 @@ impl Run {
                 .ok()
                 .map(|ms| Expiry::observed(self.expiry[n], self.tick, self.tick_ms, at, ms));
             let state = (self.owner[n], pttl >= 0);
+            // The checker's evidence is the key where clients write it: a replica's
+            // copy is judged once it serves, as the model judges it.
+            if !self.nemesis.serves(n) {
+                self.seen[n] = None;
+                continue;
+            }
             if self.seen[n] != Some(state) || pttl == -1 {
                 self.seen[n] = Some(state);
                 self.record(Event::KeyObserved {

@@ -318,6 +318,13 @@ impl Nemesis {
         self.alive[n]
     }
 
+    /// Whether clients write the lock to node `n`: it serves a master slot, or is the
+    /// old master of a split brain (`LockModel::serving_nodes`). A replica's copy of the
+    /// key blocks nobody, and goes when replication brings the delete.
+    pub fn serves(&self, n: usize) -> bool {
+        self.serving.contains(&n) || self.split.as_ref().is_some_and(|(_, old, _)| *old == n)
+    }
+
     /// The link proxy of client `c` to master slot `m`.
     pub fn link(&self, c: usize, m: usize) -> &LinkProxy {
         &self.links[c][m]

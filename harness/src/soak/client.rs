@@ -42,6 +42,9 @@ pub struct Spec {
     pub wait_replicas: u32,
     /// Redlock's drift allowance in ms.
     pub drift_ms: u64,
+    /// The validity a Redlock acquire must leave, in ms (`[timing] min_validity`, as
+    /// the model holds it).
+    pub min_validity_ms: u64,
     /// Whether a renewing design renews while held (`false`: an explicit lease).
     pub watchdog: bool,
     pub renewal_on_error: RenewalOnError,
@@ -63,6 +66,7 @@ impl Spec {
             fencing: scenario.fencing,
             wait_replicas: scenario.wait_replicas,
             drift_ms: u64::from(scenario.timing.drift_allowance).saturating_mul(tick_ms),
+            min_validity_ms: scenario.timing.min_validity().saturating_mul(tick_ms),
             watchdog: scenario.renewal.is_none_or(|r| r.watchdog),
             renewal_on_error: scenario
                 .renewal
@@ -125,7 +129,8 @@ impl Spec {
         if self.design == DesignId::Redlock {
             builder = builder
                 .drift_factor(0.0)
-                .drift_fixed(Duration::from_millis(self.drift_ms));
+                .drift_fixed(Duration::from_millis(self.drift_ms))
+                .min_validity(Duration::from_millis(self.min_validity_ms));
         }
         builder.build().await
     }

@@ -719,7 +719,6 @@ pub async fn soak(
         cluster.clone(),
         recorder.clone(),
         scenario.timing.tick_ms,
-        masters,
         key.clone(),
     ));
     tasks.0.push(observer.abort_handle());

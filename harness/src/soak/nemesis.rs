@@ -1457,25 +1457,19 @@ impl Lookout {
     }
 }
 
-/// Every half tick, look at the lock key on each serving master and record it
+/// Every half tick, look at the lock key on each serving master (and the old master of
+/// a split brain, which its side still writes to) and record it
 /// ([`Event::KeyObserved`]) when it changed or has no expiry: the checker's evidence of
 /// orphaned locks. Runs until aborted.
-pub async fn observe(
-    cluster: Arc<Mutex<Nemesis>>,
-    rec: Arc<Recorder>,
-    tick_ms: u64,
-    masters: usize,
-    key: String,
-) {
+pub async fn observe(cluster: Arc<Mutex<Nemesis>>, rec: Arc<Recorder>, tick_ms: u64, key: String) {
     let every = Duration::from_millis((tick_ms / 2).clamp(10, 500));
     let mut lookout = Lookout::of(&rec);
     let mut seen: HashMap<usize, (Option<usize>, bool)> = HashMap::new();
     loop {
         let targets: Vec<(usize, SocketAddr)> = {
             let nem = cluster.lock().await;
-            (0..masters)
-                .map(|m| nem.serving(m))
-                .filter(|n| nem.alive(*n))
+            (0..nem.nodes())
+                .filter(|&n| nem.serves(n) && nem.alive(n))
                 .map(|n| (n, nem.addr(n)))
                 .collect()
         };

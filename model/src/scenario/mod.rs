@@ -72,6 +72,13 @@
 //! - `drift_allowance` (`redlock` only; default `node_drift`; less than `ttl`): ticks
 //!   Redlock takes off every validity for clock drift; 0 turns the allowance off. Every
 //!   other design takes 0, and accepts only 0.
+//! - `min_validity` (`redlock` only; default `work + 2 × max_step_delay`; less than
+//!   `ttl - drift_allowance`): the validity, in ticks, an acquire must leave (ttl less
+//!   the time the acquire took less the allowance) for the client to hold the lock;
+//!   with less it gives its grants back (`LockConfig::min_validity`). The default is the
+//!   client's side of Redlock's contract, a validity that covers the slowest critical
+//!   section; `0` takes any positive validity, as the Redlock spec, pottery and redsync
+//!   do.
 //!
 //! `[faults]` (budgets, all default 0): `pauses`, `crashes`, `failovers`
 //! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`,
@@ -83,8 +90,8 @@
 //!
 //! `[expect]` (all required, `"holds"` or `"violated"`): `mutual_exclusion`,
 //! `owner_only_release`, `no_orphaned_lock`, `resource_safety`; and optionally `cause`,
-//! what each violation the scenario expects needs: a list of `[faults]` keys and
-//! `step_delays`, each one without which the property would hold (`[]`: none of them;
+//! what each violation the scenario expects needs: a list of `[faults]` keys,
+//! `node_drift` and `step_delays`, each one without which the property would hold (`[]`: none of them;
 //! see [`crate::cause`]), for every property expected violated, or a table of such
 //! lists by property (`{ no_orphaned_lock = ["crashes"], owner_only_release =
 //! ["step_delays"] }`) naming each property expected violated.
@@ -299,6 +306,22 @@ pub struct Timing {
     /// `drift_allowance` (default `node_drift`; `redlock` only): ticks Redlock takes off
     /// every validity for clock drift. Left out of JSON when it and `node_drift` are 0.
     pub drift_allowance: u32,
+    /// `min_validity` (`redlock` only): the validity an acquire must leave for the
+    /// client to hold the lock; `None`, the default, is `work + 2 × max_step_delay`
+    /// ([`Timing::min_validity`]). Left out of JSON when not given.
+    pub min_validity: Option<u32>,
+}
+
+impl Timing {
+    /// The validity a Redlock acquire must leave, in ticks: the scenario's
+    /// `min_validity`, or by default the slowest critical section (the read within
+    /// the step bound, the work, the write within the step bound).
+    pub fn min_validity(&self) -> u64 {
+        self.min_validity.map_or_else(
+            || u64::from(self.work) + 2 * u64::from(self.max_step_delay),
+            u64::from,
+        )
+    }
 }
 
 /// [`Timing`] as JSON (a trace embeds it, and a trace's scenario is read back from it):
@@ -318,6 +341,8 @@ struct TimingJson {
     node_drift: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     drift_allowance: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    min_validity: Option<u32>,
 }
 
 impl From<Timing> for TimingJson {
@@ -332,6 +357,7 @@ impl From<Timing> for TimingJson {
             node_drift: (t.node_drift != 0).then_some(t.node_drift),
             drift_allowance: (t.drift_allowance != 0 || t.node_drift != 0)
                 .then_some(t.drift_allowance),
+            min_validity: t.min_validity,
         }
     }
 }

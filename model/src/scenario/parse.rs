@@ -46,6 +46,7 @@ const TIMING_KEYS: &[&str] = &[
     "clock_jump",
     "node_drift",
     "drift_allowance",
+    "min_validity",
 ];
 /// The keys of `[expect]`: a verdict per property, then what their violation needs.
 pub(super) const EXPECT_KEYS: &[&str] = &[
@@ -171,7 +172,7 @@ impl Parser<'_> {
         let timing_line = timing.line;
         let timing = self.timing(&timing, design)?;
         let faults = self.faults(&faults, &topology)?;
-        let expect = self.expect(&expect, &faults)?;
+        let expect = self.expect(&expect, &faults, timing.node_drift)?;
         let lock = match (design, lock.table) {
             (DesignId::Custom, _) => Some(self.lock(&lock, timing.tick_ms)?),
             (_, None) => None,
@@ -390,6 +391,30 @@ impl Parser<'_> {
                 ),
             ));
         }
+        let min_validity = self.u32_opt(timing, "min_validity")?;
+        if let Some(v) = &min_validity {
+            if design != DesignId::Redlock {
+                return Err(self.err(
+                    v.line,
+                    timing.dotted("min_validity"),
+                    KeyErrorKind::InvalidValue,
+                    format!("only redlock reports a validity to hold it against, not `{design}`"),
+                ));
+            }
+            let most = ttl.value.saturating_sub(drift_allowance.value);
+            if v.value >= most {
+                return Err(self.err(
+                    v.line,
+                    timing.dotted("min_validity"),
+                    KeyErrorKind::InvalidValue,
+                    format!(
+                        "must be less than ttl ({}) less drift_allowance ({}), or no lock is \
+                         ever valid (got {})",
+                        ttl.value, drift_allowance.value, v.value
+                    ),
+                ));
+            }
+        }
         self.at_least(timing, "clock_jump", &clock_jump, 1)?;
         Ok(Timing {
             ttl: ttl.value,
@@ -404,6 +429,7 @@ impl Parser<'_> {
             } else {
                 0
             },
+            min_validity: min_validity.map(|v| v.value),
         })
     }
 
@@ -476,7 +502,7 @@ impl Parser<'_> {
     }
 
     /// `[expect]`.
-    fn expect(&self, expect: &Section<'_, '_>, faults: &Faults) -> Result<Expect> {
+    fn expect(&self, expect: &Section<'_, '_>, faults: &Faults, drift: u32) -> Result<Expect> {
         let verdicts = Expect {
             mutual_exclusion: self.expectation(expect, "mutual_exclusion")?,
             owner_only_release: self.expectation(expect, "owner_only_release")?,
@@ -490,7 +516,7 @@ impl Parser<'_> {
             .map(|(p, _)| p)
             .collect();
         Ok(Expect {
-            cause: self.cause(expect, faults, &violated)?,
+            cause: self.cause(expect, faults, drift, &violated)?,
             ..verdicts
         })
     }

@@ -359,11 +359,13 @@ impl Parser<'_> {
     /// (`["pauses"]`) states it for every property expected violated; a table
     /// (`{ no_orphaned_lock = ["crashes"], owner_only_release = ["step_delays"] }`) per
     /// property, each of them listed. Each cause is a `[faults]` key whose budget is
-    /// above zero or `step_delays`, at most once.
+    /// above zero, `node_drift` where `timing.node_drift` (`drift`) is, or
+    /// `step_delays`, at most once.
     pub(super) fn cause(
         &self,
         expect: &Section<'_, '_>,
         faults: &Faults,
+        drift: u32,
         violated: &[Property],
     ) -> Result<Option<ExpectedCauses>> {
         let Some(entry) = expect.get("cause") else {
@@ -384,7 +386,7 @@ impl Parser<'_> {
         }
         let causes = match entry.get_ref() {
             DeValue::Array(_) => {
-                let list = self.ingredients(&key, entry, faults, line)?;
+                let list = self.ingredients(&key, entry, faults, drift, line)?;
                 violated.iter().map(|p| (*p, list.clone())).collect()
             }
             DeValue::Table(table) => {
@@ -401,7 +403,10 @@ impl Parser<'_> {
                             format!("{property} is expected to hold: it has no cause to state"),
                         ));
                     }
-                    causes.push((property, self.ingredients(&dotted, value, faults, line)?));
+                    causes.push((
+                        property,
+                        self.ingredients(&dotted, value, faults, drift, line)?,
+                    ));
                 }
                 if let Some(p) = violated
                     .iter()
@@ -433,6 +438,7 @@ impl Parser<'_> {
         key: &str,
         entry: &Entry<'_>,
         faults: &Faults,
+        drift: u32,
         line: usize,
     ) -> Result<Vec<Ingredient>> {
         let bad =
@@ -465,6 +471,11 @@ impl Parser<'_> {
                         "`{name}` cannot be needed: the scenario has faults.{name} = 0"
                     )));
                 }
+            }
+            if ingredient == Ingredient::NodeDrift && drift == 0 {
+                return Err(invalid(format!(
+                    "`{name}` cannot be needed: the scenario has timing.node_drift = 0"
+                )));
             }
             list.push(ingredient);
         }

@@ -130,6 +130,7 @@ fn design_md_example_parses() {
             clock_jump: 4,
             node_drift: 0,
             drift_allowance: 0,
+            min_validity: None,
         }
     );
     let mut pause = Faults::default();
@@ -314,6 +315,51 @@ fn node_drift_and_drift_allowance() {
         20,
         KeyErrorKind::InvalidValue,
     );
+    assert!(msg.contains("only redlock"), "{msg}");
+}
+
+#[test]
+fn min_validity_is_redlocks_and_below_the_lease() {
+    let with = |extra: &str| set(EXAMPLE, "tick_ms", &format!("tick_ms = 100\n{extra}"));
+    let s = Scenario::parse(&with(""), FILE).unwrap();
+    assert_eq!(s.timing.min_validity, None);
+    let default = u64::from(s.timing.work) + 2 * u64::from(s.timing.max_step_delay);
+    assert_eq!(s.timing.min_validity(), default);
+    let s = Scenario::parse(&with("min_validity = 0"), FILE).unwrap();
+    assert_eq!(
+        (s.timing.min_validity, s.timing.min_validity()),
+        (Some(0), 0)
+    );
+    // Written as a trace embeds it, and read back; left out when not given.
+    for extra in ["min_validity = 0", "min_validity = 2", ""] {
+        let s = Scenario::parse(&with(extra), FILE).unwrap();
+        let mut value = serde_json::to_value(&s).unwrap();
+        value.as_object_mut().unwrap().remove("path");
+        let back = Scenario::parse(&toml::to_string(&value).unwrap(), FILE).unwrap();
+        assert_eq!(back.timing, s.timing, "{extra:?}");
+        let given = value["timing"]
+            .as_object()
+            .unwrap()
+            .contains_key("min_validity");
+        assert_eq!(given, !extra.is_empty(), "{extra:?}");
+    }
+    let msg = fail(
+        &with("min_validity = 4"),
+        "timing.min_validity",
+        19,
+        KeyErrorKind::InvalidValue,
+    );
+    assert!(
+        msg.contains("less than ttl (4) less drift_allowance (0)"),
+        "{msg}"
+    );
+    let text = set(
+        &with("min_validity = 1"),
+        "design",
+        "design = \"lua-release\"",
+    );
+    let text = set(&text, "masters", "masters = 1");
+    let msg = fail(&text, "timing.min_validity", 19, KeyErrorKind::InvalidValue);
     assert!(msg.contains("only redlock"), "{msg}");
 }
 
@@ -929,6 +975,18 @@ fn expect_cause_names_budgeted_faults_or_step_delays() {
     assert!(msg.contains("listed twice"), "{msg}");
     let msg = fail(&with("[\"crashes\"]"), "expect.cause", 33, invalid);
     assert!(msg.contains("faults.crashes = 0"), "{msg}");
+    // The masters' clock drift is a cause only where the scenario has one.
+    let msg = fail(&with("[\"node_drift\"]"), "expect.cause", 33, invalid);
+    assert!(msg.contains("timing.node_drift = 0"), "{msg}");
+    let drifting = with("[\"node_drift\", \"step_delays\"]").replace(
+        "[timing]                       #",
+        "[timing]\nnode_drift = 1\n#",
+    );
+    let s = Scenario::parse(&drifting, FILE).unwrap();
+    assert_eq!(
+        s.expect.cause.as_ref().unwrap().of(MutualExclusion),
+        Some(&[Ingredient::NodeDrift, delays][..])
+    );
     fail(
         &with("\"pauses\""),
         "expect.cause",
