@@ -15,6 +15,7 @@
 //! * [`script`]: every Lua script, as the text both real Redis and the model run.
 //! * [`resource`]: the protected resource (a fenced stock counter) shared by the model
 //!   and the harness.
+//! * [`Text`]: the short strings a machine keeps (its tokens) in place, not on the heap.
 //!
 //! Everything but the driver is the sans-IO core: it compiles with
 //! `default-features = false`, and then neither tokio nor redis-rs is in the dependency
@@ -32,6 +33,7 @@ mod options;
 pub mod pitfalls;
 pub mod resource;
 pub mod script;
+pub mod text;
 
 pub use command::{Arg, Command, Reply};
 pub use design_id::{DesignId, Fencing, UnknownDesign};
@@ -40,3 +42,4 @@ pub use machine::{
     Request, Step,
 };
 pub use script::{CustomScript, Script};
+pub use text::Text;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::command::{Command, Reply};
 use crate::design::CustomLock;
 use crate::design_id::DesignId;
+use crate::text::Text;
 use crate::{design, options, pitfalls};
 
 /// A local clock reading in milliseconds. Signed: model clocks may jump backwards.
@@ -181,8 +182,9 @@ pub struct Request {
 /// A granted lock.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Grant {
-    /// The value that identifies this holder in Redis (its token or owner field).
-    pub token: String,
+    /// The value that identifies this holder in Redis (its token or owner field), kept
+    /// in place ([`Text`]): the model copies every machine at every step.
+    pub token: Text,
     /// Local time at which the lease must be taken as lost; `None` for a lock without
     /// expiry (`naive-setnx`).
     pub lease_end: Option<Millis>,
@@ -312,10 +314,10 @@ pub(crate) enum Phase {
     /// the way (getset-timestamp), `outer` the hold a re-entry started from (kept if
     /// the re-entry fails).
     Acquiring {
-        token: String,
+        token: Text,
         started: Millis,
         step: u8,
-        seen: Option<String>,
+        seen: Option<Text>,
         outer: Option<Grant>,
     },
     Held(Grant),
@@ -332,7 +334,7 @@ pub(crate) enum Phase {
 impl Phase {
     pub(crate) fn acquiring(token: &str, started: Millis) -> Phase {
         Phase::Acquiring {
-            token: token.to_string(),
+            token: Text::new(token),
             started,
             step: 0,
             seen: None,
@@ -393,7 +395,7 @@ impl Phase {
     }
 
     /// Enter `Held` with a fresh grant and report it.
-    pub(crate) fn hold(&mut self, token: String, lease_end: Option<Millis>, holds: u32) -> Step {
+    pub(crate) fn hold(&mut self, token: Text, lease_end: Option<Millis>, holds: u32) -> Step {
         let grant = Grant {
             token,
             lease_end,

@@ -19,7 +19,7 @@ use locklab::{Answer, Command, Grant, LockConfig, LockMachine, Millis, Outcome, 
 
 /// One client as the model and the run engine both keep it. The model adds its timing
 /// and faults (`crate::state::Client`), the run engine its connections and pause gate.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct ClientCore {
     /// The design's state machine, the production code from `src/`.
     pub machine: LockMachine,
@@ -36,6 +36,46 @@ pub struct ClientCore {
     pub flights: Vec<Option<Flight>>,
     /// Requests it gave up on that are still on the wire, oldest first.
     pub strays: Vec<Stray>,
+}
+
+/// Written out so that `clone_from` keeps the vectors of requests it overwrites (the
+/// search builds successors in place: `crate::state::State`'s `clone_from`).
+impl Clone for ClientCore {
+    fn clone(&self) -> Self {
+        let ClientCore {
+            machine,
+            phase,
+            attempts,
+            fence,
+            flights,
+            strays,
+        } = self;
+        ClientCore {
+            machine: machine.clone(),
+            phase: phase.clone(),
+            attempts: *attempts,
+            fence: *fence,
+            flights: flights.clone(),
+            strays: strays.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let ClientCore {
+            machine,
+            phase,
+            attempts,
+            fence,
+            flights,
+            strays,
+        } = source;
+        self.machine.clone_from(machine);
+        self.phase.clone_from(phase);
+        self.attempts = *attempts;
+        self.fence = *fence;
+        self.flights.clone_from(flights);
+        self.strays.clone_from(strays);
+    }
 }
 
 impl ClientCore {

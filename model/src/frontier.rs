@@ -433,13 +433,13 @@ impl<'a> Block<'a> {
         }
     }
 
-    /// Calls `f` with each state of the block, its fingerprint and where it is stored,
-    /// in order; whole states are freed as the block ends.
-    pub fn each(self, mut f: impl FnMut(u64, &State, Origin<'_>)) {
+    /// Calls `f` with each state of the block (handed over: the caller may keep its
+    /// storage for states it builds), its fingerprint and where it is stored, in order.
+    pub fn each(self, mut f: impl FnMut(u64, State, Origin<'_>)) {
         match self {
             Block::Whole(segments) => {
-                for (fp, s) in segments.iter().flat_map(Segment::as_slice) {
-                    f(*fp, s, Origin { at: None });
+                for (fp, s) in segments.into_iter().flatten() {
+                    f(fp, s, Origin { at: None });
                 }
             }
             Block::Compact(level, range) => {
@@ -447,7 +447,7 @@ impl<'a> Block<'a> {
                     let (fp, s) = level.get(i);
                     f(
                         fp,
-                        &s,
+                        s,
                         Origin {
                             at: Some((level, i)),
                         },
@@ -540,7 +540,7 @@ mod tests {
                 for c in block.chunks(chunk) {
                     assert!(c.len() <= chunk && !c.is_empty());
                     c.each(|fp, s, _| {
-                        assert_eq!(s, &state);
+                        assert_eq!(s, state);
                         out.push(fp);
                     });
                 }

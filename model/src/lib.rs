@@ -36,7 +36,6 @@ mod script_memo;
 pub mod search;
 pub mod state;
 pub mod symmetry;
-pub mod text;
 pub mod tokens;
 pub mod trace;
 pub mod walk;

@@ -28,7 +28,7 @@ use crate::client::{Change, Program};
 use crate::fault::Spent;
 use crate::redis::Exec;
 use crate::run_fault::{self, RunFault};
-use crate::scenario::{Arrival, Promotion, Property, Scenario};
+use crate::scenario::{Arrival, Promotion, Property, Scenario, MAX_MASTERS};
 use crate::state::{Client, ClientCore, Flight, Node, Phase, State, Stray};
 
 /// The stock every scenario starts with.
@@ -79,6 +79,20 @@ pub fn levels(model: &LockModel, depth: usize) -> Vec<Vec<State>> {
         level = next;
     }
     out
+}
+
+/// The node a client reaches for each master slot ([`LockModel::routes`]), kept in
+/// place: it is read at every machine step.
+struct Routes {
+    len: usize,
+    node: [u8; MAX_MASTERS as usize],
+}
+
+impl std::ops::Deref for Routes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.node[..self.len]
+    }
 }
 
 /// A client, master or node index as the `Action` enum stores it. Indexes are bounded by
@@ -411,42 +425,25 @@ impl LockModel {
     }
 
     fn tick(&self, s: &mut State) {
-        let pending: Vec<bool> = (0..s.clients.len())
-            .map(|i| self.has_pending(s, i))
-            .collect();
-        let due: Vec<Vec<bool>> = s
-            .clients
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                c.core
-                    .flights
-                    .iter()
-                    .enumerate()
-                    .map(|(m, f)| f.as_ref().is_some_and(|f| self.deliverable(s, i, f, m)))
-                    .collect()
-            })
-            .collect();
-        let strays_due: Vec<Vec<bool>> = s
-            .clients
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                c.core
-                    .strays
-                    .iter()
-                    .map(|st| self.reachable(s, i, &st.flight, usize::from(st.slot)))
-                    .collect()
-            })
-            .collect();
-        for ((c, due), strays_due) in s.clients.iter_mut().zip(due).zip(strays_due) {
-            for (f, due) in c.core.flights.iter_mut().zip(due) {
-                if let (Some(f), true) = (f, due) {
+        // Whether each client has a pending step, read before anything moves (a bit per
+        // client). Then each leg that is due ages; whether a leg is due reads no age, so
+        // ageing them one by one reads what reading them all first would.
+        let pending = (0..s.clients.len())
+            .filter(|&i| self.has_pending(s, i))
+            .fold(0u8, |bits, i| bits | 1 << i);
+        for i in 0..s.clients.len() {
+            for m in 0..s.clients[i].core.flights.len() {
+                let due = s.clients[i].core.flights[m]
+                    .as_ref()
+                    .is_some_and(|f| self.deliverable(s, i, f, m));
+                if let (Some(f), true) = (&mut s.clients[i].core.flights[m], due) {
                     f.age = f.age.saturating_add(1);
                 }
             }
-            for (st, due) in c.core.strays.iter_mut().zip(strays_due) {
-                if due {
+            for k in 0..s.clients[i].core.strays.len() {
+                let st = &s.clients[i].core.strays[k];
+                if self.reachable(s, i, &st.flight, usize::from(st.slot)) {
+                    let st = &mut s.clients[i].core.strays[k];
                     st.flight.age = st.flight.age.saturating_add(1);
                 }
             }
@@ -458,12 +455,12 @@ impl LockModel {
         }
         let work = self.scenario.timing.work;
         let since_renew_cap = self.since_renew_cap();
-        for (c, pending) in s.clients.iter_mut().zip(pending) {
+        for (i, c) in s.clients.iter_mut().enumerate() {
             if !c.running() {
                 continue;
             }
             c.retry_wait = false;
-            if pending {
+            if pending & 1 << i != 0 {
                 c.waited = c.waited.saturating_add(1);
             }
             self.program.on_tick(&mut c.core.phase, work);
@@ -496,8 +493,15 @@ impl LockModel {
     }
 
     /// The node each slot routes to for client `i`.
-    fn routes(&self, s: &State, i: usize) -> Vec<u8> {
-        (0..s.serving.len()).map(|m| self.route(s, i, m)).collect()
+    fn routes(&self, s: &State, i: usize) -> Routes {
+        let mut r = Routes {
+            len: s.serving.len(),
+            node: [0; MAX_MASTERS as usize],
+        };
+        for (m, n) in r.node.iter_mut().enumerate().take(r.len) {
+            *n = self.route(s, i, m);
+        }
+        r
     }
 
     /// What a change means for the model's timing of client `c`: a grant or an
@@ -729,6 +733,141 @@ impl LockModel {
     }
 }
 
+impl LockModel {
+    /// `action` taken in place on `s`, a copy of the state it is taken from (what
+    /// [`Model::next_state`] does to its copy); `None` where the model has no such step,
+    /// and `s` is then left half-changed.
+    pub fn take_step(&self, s: &mut State, action: Action) -> Option<()> {
+        let by_client = |c: u8, s: &mut State| s.clients[c as usize].waited = 0;
+        match action {
+            Action::Tick => self.tick(s),
+            Action::Acquire(c) => {
+                by_client(c, s);
+                let i = c as usize;
+                let token = Self::new_token(s);
+                let now = self.client_clock(s, i);
+                let cl = &mut s.clients[i];
+                let step = self.program.acquire(&mut cl.core, &self.cfg, now, &token)?;
+                self.apply(s, i, step);
+            }
+            Action::Deliver(c, m) => {
+                let (i, m) = (c as usize, m as usize);
+                let f = s.clients[i].core.flights[m].clone()?;
+                if f.held.is_some() {
+                    return None;
+                }
+                let reply = self.execute(s, i, m, f.node as usize, &f.command, false);
+                // The reply starts its own leg back to the client (if it still lives).
+                s.clients[i].core.flights[m] = (s.clients[i].core.phase != Phase::Crashed)
+                    .then_some(Flight {
+                        held: Some(reply),
+                        age: 0,
+                        ..f
+                    });
+            }
+            Action::Receive(c, m) => {
+                let reply = s.clients[c as usize].core.flights[m as usize]
+                    .as_ref()?
+                    .held
+                    .clone()?;
+                self.answer(s, c as usize, m as usize, Ok(reply));
+            }
+            Action::Timeout(c, m) => {
+                let (i, m) = (c as usize, m as usize);
+                let f = s.clients[i].core.flights[m].as_ref()?;
+                if self.strands(s, i, f, m) {
+                    let stray = Stray {
+                        slot: client_index(m),
+                        flight: Flight {
+                            age: 0,
+                            ..f.clone()
+                        },
+                    };
+                    s.clients[i].core.strays.push(stray);
+                }
+                self.answer(s, i, m, Err(NoAnswer));
+            }
+            Action::DeliverLate(c, k) => {
+                self.deliver_late(s, c, k)?;
+            }
+            Action::Renew(c) => {
+                // The renewal task's step: the program's own pending step waits on.
+                let i = c as usize;
+                let now = self.client_clock(s, i);
+                let step = s.clients[i].core.machine.renew(&self.cfg, now);
+                s.clients[i].since_renew = 0;
+                self.apply(s, i, step);
+            }
+            Action::Read(c) | Action::Write(c) | Action::Release(c) | Action::Reenter(c) => {
+                by_client(c, s);
+                let i = c as usize;
+                if self.op(&s.clients[i]) != action.op() {
+                    return None;
+                }
+                let fence = s.clients[i].core.fence();
+                match action {
+                    Action::Read(_) => {
+                        let read = s.stock.read(fence);
+                        self.program.on_read(&mut s.clients[i].core.phase, read)?;
+                    }
+                    Action::Write(_) => {
+                        let value = self.program.on_write(&mut s.clients[i].core.phase)?;
+                        let _ = s.stock.write(fence, value);
+                    }
+                    _ => {
+                        let now = self.client_clock(s, i);
+                        let mut token = None;
+                        if let Action::Reenter(_) = action {
+                            token = Some(Self::new_token(s));
+                        }
+                        let cl = &mut s.clients[i];
+                        let step = self
+                            .program
+                            .request(&mut cl.core, &self.cfg, now, || token.unwrap_or_default())?;
+                        self.apply(s, i, step);
+                    }
+                }
+            }
+            Action::Replicate(n) => {
+                // A full resync: the replica takes the master's data and drops what the
+                // master lacks (after a failover, writes only the dead master had).
+                let master = s.nodes[n as usize].replica_of? as usize;
+                s.nodes[n as usize].data = s.nodes[master].data.clone();
+                s.nodes[n as usize].repl_offset = s.nodes[master].repl_offset;
+            }
+            Action::NodeDrift(n) => {
+                let node = &mut s.nodes[n as usize];
+                node.drifted += 1;
+                node.offset += 1;
+                let clock = self.node_clock(s, n as usize);
+                s.nodes[n as usize].data.expire(clock);
+            }
+            Action::Pause(_)
+            | Action::Resume(_)
+            | Action::Crash(_)
+            | Action::Failover(..)
+            | Action::SplitBrain(..)
+            | Action::Redirect(..)
+            | Action::Restart(_)
+            | Action::Partition(..)
+            | Action::Heal(..)
+            | Action::NodeClockJump(_)
+            | Action::ClientClockJump(_)
+            | Action::LoseReply(..) => self.apply_fault(s, action)?,
+        }
+        Some(())
+    }
+
+    /// The state `action` leads to from `last`, built in `out` (whatever it held
+    /// before): [`Model::next_state`] without a fresh copy, so that a search that drops
+    /// most successors reuses one state's vectors for all of them. `false` where the
+    /// model has no such step.
+    pub fn next_state_into(&self, last: &State, action: Action, out: &mut State) -> bool {
+        out.clone_from(last);
+        self.take_step(out, action).is_some()
+    }
+}
+
 impl Model for LockModel {
     type State = State;
     type Action = Action;
@@ -796,123 +935,7 @@ impl Model for LockModel {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut s = last.clone();
-        let by_client = |c: u8, s: &mut State| s.clients[c as usize].waited = 0;
-        match action {
-            Action::Tick => self.tick(&mut s),
-            Action::Acquire(c) => {
-                by_client(c, &mut s);
-                let i = c as usize;
-                let token = Self::new_token(&mut s);
-                let now = self.client_clock(&s, i);
-                let cl = &mut s.clients[i];
-                let step = self.program.acquire(&mut cl.core, &self.cfg, now, &token)?;
-                self.apply(&mut s, i, step);
-            }
-            Action::Deliver(c, m) => {
-                let (i, m) = (c as usize, m as usize);
-                let f = s.clients[i].core.flights[m].clone()?;
-                if f.held.is_some() {
-                    return None;
-                }
-                let reply = self.execute(&mut s, i, m, f.node as usize, &f.command, false);
-                // The reply starts its own leg back to the client (if it still lives).
-                s.clients[i].core.flights[m] = (s.clients[i].core.phase != Phase::Crashed)
-                    .then_some(Flight {
-                        held: Some(reply),
-                        age: 0,
-                        ..f
-                    });
-            }
-            Action::Receive(c, m) => {
-                let reply = s.clients[c as usize].core.flights[m as usize]
-                    .as_ref()?
-                    .held
-                    .clone()?;
-                self.answer(&mut s, c as usize, m as usize, Ok(reply));
-            }
-            Action::Timeout(c, m) => {
-                let (i, m) = (c as usize, m as usize);
-                let f = s.clients[i].core.flights[m].as_ref()?;
-                if self.strands(&s, i, f, m) {
-                    let stray = Stray {
-                        slot: client_index(m),
-                        flight: Flight {
-                            age: 0,
-                            ..f.clone()
-                        },
-                    };
-                    s.clients[i].core.strays.push(stray);
-                }
-                self.answer(&mut s, i, m, Err(NoAnswer));
-            }
-            Action::DeliverLate(c, k) => {
-                self.deliver_late(&mut s, c, k)?;
-            }
-            Action::Renew(c) => {
-                // The renewal task's step: the program's own pending step waits on.
-                let i = c as usize;
-                let now = self.client_clock(&s, i);
-                let step = s.clients[i].core.machine.renew(&self.cfg, now);
-                s.clients[i].since_renew = 0;
-                self.apply(&mut s, i, step);
-            }
-            Action::Read(c) | Action::Write(c) | Action::Release(c) | Action::Reenter(c) => {
-                by_client(c, &mut s);
-                let i = c as usize;
-                if self.op(&s.clients[i]) != action.op() {
-                    return None;
-                }
-                let fence = s.clients[i].core.fence();
-                match action {
-                    Action::Read(_) => {
-                        let read = s.stock.read(fence);
-                        self.program.on_read(&mut s.clients[i].core.phase, read)?;
-                    }
-                    Action::Write(_) => {
-                        let value = self.program.on_write(&mut s.clients[i].core.phase)?;
-                        let _ = s.stock.write(fence, value);
-                    }
-                    _ => {
-                        let now = self.client_clock(&s, i);
-                        let mut token = None;
-                        if let Action::Reenter(_) = action {
-                            token = Some(Self::new_token(&mut s));
-                        }
-                        let cl = &mut s.clients[i];
-                        let step = self
-                            .program
-                            .request(&mut cl.core, &self.cfg, now, || token.unwrap_or_default())?;
-                        self.apply(&mut s, i, step);
-                    }
-                }
-            }
-            Action::Replicate(n) => {
-                // A full resync: the replica takes the master's data and drops what the
-                // master lacks (after a failover, writes only the dead master had).
-                let master = s.nodes[n as usize].replica_of? as usize;
-                s.nodes[n as usize].data = s.nodes[master].data.clone();
-                s.nodes[n as usize].repl_offset = s.nodes[master].repl_offset;
-            }
-            Action::NodeDrift(n) => {
-                let node = &mut s.nodes[n as usize];
-                node.drifted += 1;
-                node.offset += 1;
-                let clock = self.node_clock(&s, n as usize);
-                s.nodes[n as usize].data.expire(clock);
-            }
-            Action::Pause(_)
-            | Action::Resume(_)
-            | Action::Crash(_)
-            | Action::Failover(..)
-            | Action::SplitBrain(..)
-            | Action::Redirect(..)
-            | Action::Restart(_)
-            | Action::Partition(..)
-            | Action::Heal(..)
-            | Action::NodeClockJump(_)
-            | Action::ClientClockJump(_)
-            | Action::LoseReply(..) => self.apply_fault(&mut s, action)?,
-        }
+        self.take_step(&mut s, action)?;
         Some(s)
     }
 

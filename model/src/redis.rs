@@ -6,7 +6,7 @@
 
 use locklab::{Command, Reply};
 
-pub use crate::text::Text;
+pub use locklab::Text;
 
 /// A value: a string or a hash.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -33,10 +33,24 @@ pub struct Entry {
 }
 
 /// A node's data at one moment of its clock.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
 pub struct Data {
     /// Entries sorted by key.
     pub entries: Vec<(Text, Entry)>,
+}
+
+/// Written out so that `clone_from` keeps the vector of entries it overwrites (the
+/// search builds successors in place: `crate::state::State`'s `clone_from`).
+impl Clone for Data {
+    fn clone(&self) -> Self {
+        Data {
+            entries: self.entries.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.entries.clone_from(&source.entries);
+    }
 }
 
 impl Data {

@@ -115,21 +115,31 @@ impl SearchOptions {
     /// representative of its renamings (the state itself without symmetry), keyed by
     /// its fingerprint (tokens by their first appearance, with `token_names`).
     pub fn representative(&self, model: &LockModel, mut s: State) -> Representative {
+        let (fingerprint, renaming) = self.canonicalize(model, &mut s);
+        Representative {
+            fingerprint,
+            state: s,
+            renaming,
+        }
+    }
+
+    /// [`SearchOptions::representative`] in place: `s` becomes the state as the search
+    /// stores it; its fingerprint and the renaming that took it there are returned.
+    pub fn canonicalize(&self, model: &LockModel, s: &mut State) -> (u64, Renaming) {
         // Not a reduction: without a horizon, time is relative in every search.
-        model.rebase(&mut s);
+        model.rebase(s);
         if self.reduces(Reduction::UnreadValues) {
-            model.forget(&mut s);
+            model.forget(s);
         }
         let token_names = self.reduces(Reduction::TokenNames);
         let fingerprint = |t: &State| model.state_fingerprint(t, token_names);
         if self.reduces(Reduction::Symmetry) {
-            model.representative(s, fingerprint)
+            model.canonicalize(s, fingerprint)
         } else {
-            Representative {
-                fingerprint: fingerprint(&s),
-                renaming: Renaming::identity(s.clients.len(), s.nodes.len()),
-                state: s,
-            }
+            (
+                fingerprint(s),
+                Renaming::identity(s.clients.len(), s.nodes.len()),
+            )
         }
     }
 }
@@ -394,6 +404,10 @@ impl SearchResult {
     }
 }
 
+/// The most expanded states a search worker keeps to build successors in (see the
+/// expansion in [`search`]): enough for a state with many new successors.
+const SPARE_STATES: usize = 64;
+
 /// The steps the search takes from `s`: the model's, narrowed by the reductions that
 /// choose among steps (pause placement, then the partial order).
 fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<Action>) {
@@ -410,11 +424,27 @@ fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<
 /// The state the search reaches from `s` by `a` (before it is stored as a
 /// representative), or `None` where the model has none within the horizon.
 fn step(model: &LockModel, options: &SearchOptions, s: &State, a: Action) -> Option<State> {
-    let mut next = model.next_state(s, a)?;
-    if options.reduces(Reduction::PausePlacement) && model.pause_placement_applies() {
-        model.mark_pause_points(s, a, &mut next);
+    let mut next = s.clone();
+    step_into(model, options, s, a, &mut next).then_some(next)
+}
+
+/// [`step`] built in `out`, whatever it held before (most successors are states seen
+/// before: one state per worker takes them all, and only a new one is copied out);
+/// `false` where the model has none within the horizon.
+fn step_into(
+    model: &LockModel,
+    options: &SearchOptions,
+    s: &State,
+    a: Action,
+    out: &mut State,
+) -> bool {
+    if !model.next_state_into(s, a, out) {
+        return false;
     }
-    model.within_boundary(&next).then_some(next)
+    if options.reduces(Reduction::PausePlacement) && model.pause_placement_applies() {
+        model.mark_pause_points(s, a, out);
+    }
+    model.within_boundary(out)
 }
 
 /// What the search reads of a candidate state, read by the worker that found it: which
@@ -472,6 +502,7 @@ pub fn search(
         let r = options.representative(model, s);
         (r.fingerprint & mask, r.state)
     };
+    let canon_in_place = |s: &mut State| options.canonicalize(model, s).0 & mask;
     // Each state's fingerprint to its parent's (an initial state's to itself), as TLC
     // keeps them: 16 bytes a state. The step between the two is found again when a trace
     // is rebuilt ([`rebuild`]). Keyed by fingerprints, which are hashes already: a cheap
@@ -534,20 +565,31 @@ pub fn search(
             let mut generated = 0u64;
             let mut coverage = Coverage::default();
             let mut actions = Vec::new();
+            // Every successor is built in `next`; a new one is moved out and `next` takes
+            // a state expanded before (whose vectors a successor's copy reuses), so a
+            // step allocates only where a state outgrows the one it is built in.
+            let mut next: Option<State> = None;
+            let mut spare: Vec<State> = Vec::new();
             chunk.each(|parent, s, origin| {
-                offered(model, options, s, &mut actions);
+                offered(model, options, &s, &mut actions);
+                let next = next.get_or_insert_with(|| s.clone());
                 for &a in &actions {
-                    let Some(next) = step(model, options, s, a) else {
+                    if !step_into(model, options, &s, a, next) {
                         continue;
-                    };
-                    generated += 1;
-                    coverage.record(model, s, a);
-                    let (fp, mut next) = canon(next);
-                    if !visited_before.contains_key(&fp) && seen.insert(fp) {
-                        let read = Read::of(model, &open, &next);
-                        let shared = origin.shared(&mut next);
-                        out.push((fp, parent, next, read, shared));
                     }
+                    generated += 1;
+                    coverage.record(model, &s, a);
+                    let fp = canon_in_place(next);
+                    if !visited_before.contains_key(&fp) && seen.insert(fp) {
+                        let read = Read::of(model, &open, next);
+                        let stand_in = spare.pop().unwrap_or_else(|| s.clone());
+                        let mut new = std::mem::replace(next, stand_in);
+                        let shared = origin.shared(&mut new);
+                        out.push((fp, parent, new, read, shared));
+                    }
+                }
+                if spare.len() < SPARE_STATES {
+                    spare.push(s);
                 }
             });
             (generated, coverage, out)

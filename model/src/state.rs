@@ -9,7 +9,7 @@ use crate::redis::Data;
 
 /// One client process: what the run engine keeps of it too ([`ClientCore`]), and the
 /// model's timing and faults.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Client {
     /// Its machine, phase, attempts, fence and requests on the wire.
     pub core: ClientCore,
@@ -49,6 +49,52 @@ impl std::hash::Hash for Client {
     }
 }
 
+/// Written out so that `clone_from` keeps the vectors it overwrites: the search builds
+/// every successor in one state of its own ([`State`]'s `clone_from`), and most
+/// successors are states seen before, dropped at once. Every field is named, so a new
+/// one does not compile until it is copied here too.
+impl Clone for Client {
+    fn clone(&self) -> Self {
+        let Client {
+            core,
+            paused,
+            offset,
+            retry_wait,
+            waited,
+            since_renew,
+            cut,
+        } = self;
+        Client {
+            core: core.clone(),
+            paused: *paused,
+            offset: *offset,
+            retry_wait: *retry_wait,
+            waited: *waited,
+            since_renew: *since_renew,
+            cut: *cut,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Client {
+            core,
+            paused,
+            offset,
+            retry_wait,
+            waited,
+            since_renew,
+            cut,
+        } = source;
+        self.core.clone_from(core);
+        self.paused = *paused;
+        self.offset = *offset;
+        self.retry_wait = *retry_wait;
+        self.waited = *waited;
+        self.since_renew = *since_renew;
+        self.cut = *cut;
+    }
+}
+
 impl Client {
     /// Running: neither paused nor crashed.
     pub fn running(&self) -> bool {
@@ -62,7 +108,7 @@ impl Client {
 }
 
 /// One Redis server.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Node {
     /// Up (a failed-over master is down for good).
     pub alive: bool,
@@ -78,6 +124,45 @@ pub struct Node {
     pub repl_offset: u8,
     /// Ticks its clock has run ahead by drift (bounded by `timing.node_drift`).
     pub drifted: u8,
+}
+
+/// Written out so that `clone_from` keeps the data's vector (see [`Client`]'s).
+impl Clone for Node {
+    fn clone(&self) -> Self {
+        let Node {
+            alive,
+            offset,
+            data,
+            replica_of,
+            repl_offset,
+            drifted,
+        } = self;
+        Node {
+            alive: *alive,
+            offset: *offset,
+            data: data.clone(),
+            replica_of: *replica_of,
+            repl_offset: *repl_offset,
+            drifted: *drifted,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Node {
+            alive,
+            offset,
+            data,
+            replica_of,
+            repl_offset,
+            drifted,
+        } = source;
+        self.alive = *alive;
+        self.offset = *offset;
+        self.data.clone_from(data);
+        self.replica_of = *replica_of;
+        self.repl_offset = *repl_offset;
+        self.drifted = *drifted;
+    }
 }
 
 /// A split brain (the case Jepsen found in Redis Sentinel): a partition cuts master slot
@@ -97,7 +182,7 @@ pub struct Split {
 }
 
 /// A whole-system state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct State {
     /// The global logical clock, in ticks.
     pub now: u8,
@@ -126,22 +211,76 @@ pub struct State {
     pub stepped: bool,
 }
 
+/// Written out so that `clone_from` keeps every vector it overwrites, down to each
+/// client's requests and each node's data: the search builds each successor in one
+/// state per worker this way, and copies it out only when it is new.
+impl Clone for State {
+    fn clone(&self) -> Self {
+        let State {
+            now,
+            clients,
+            nodes,
+            serving,
+            stock,
+            spent,
+            next_token,
+            displaced_other,
+            split,
+            pausing,
+            stepped,
+        } = self;
+        State {
+            now: *now,
+            clients: clients.clone(),
+            nodes: nodes.clone(),
+            serving: serving.clone(),
+            stock: stock.clone(),
+            spent: *spent,
+            next_token: *next_token,
+            displaced_other: *displaced_other,
+            split: split.clone(),
+            pausing: *pausing,
+            stepped: *stepped,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let State {
+            now,
+            clients,
+            nodes,
+            serving,
+            stock,
+            spent,
+            next_token,
+            displaced_other,
+            split,
+            pausing,
+            stepped,
+        } = source;
+        self.now = *now;
+        self.clients.clone_from(clients);
+        self.nodes.clone_from(nodes);
+        self.serving.clone_from(serving);
+        self.stock.clone_from(stock);
+        self.spent = *spent;
+        self.next_token = *next_token;
+        self.displaced_other = *displaced_other;
+        self.split.clone_from(split);
+        self.pausing = *pausing;
+        self.stepped = *stepped;
+    }
+}
+
 impl State {
     /// The same state with its clients reordered: client `order[k]` becomes client `k`,
     /// and the ghost owners of entries are renamed to match.
     pub fn reorder_clients(&mut self, order: &[usize]) {
-        let mut rename = vec![0u8; order.len()];
+        let mut rename = [0u8; MAX_PARTS];
         for (new, &old) in order.iter().enumerate() {
             rename[old] = u8::try_from(new).expect("at most MAX_CLIENTS clients");
         }
-        let mut old: Vec<Option<Client>> = std::mem::take(&mut self.clients)
-            .into_iter()
-            .map(Some)
-            .collect();
-        self.clients = order
-            .iter()
-            .map(|&i| old[i].take().expect("order is a permutation"))
-            .collect();
+        take_in_order(&mut self.clients, order);
         for node in &mut self.nodes {
             for (_, e) in &mut node.data.entries {
                 if let Some(o) = &mut e.owner {
@@ -162,31 +301,23 @@ impl State {
     /// its own physical node.
     pub fn permute_masters(&mut self, perm: &[usize]) {
         assert_eq!(perm.len(), self.nodes.len(), "masters without replicas");
-        let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes)
-            .into_iter()
-            .map(Some)
-            .collect();
-        let mut inverse = vec![0; perm.len()];
+        let mut inverse = [0usize; MAX_PARTS];
         for (m, &p) in perm.iter().enumerate() {
             inverse[p] = m;
         }
-        self.nodes = inverse
-            .iter()
-            .map(|&m| old[m].take().expect("perm is a permutation"))
-            .collect();
+        let inverse = &inverse[..perm.len()];
+        take_in_order(&mut self.nodes, inverse);
+        let renamed = |n: u8| {
+            u8::try_from(perm[usize::from(n)]).expect("nodes are bounded by the scenario caps")
+        };
         for c in &mut self.clients {
-            let mut flights: Vec<Option<Flight>> =
-                inverse.iter().map(|&m| c.core.flights[m].take()).collect();
-            for f in flights.iter_mut().flatten() {
-                f.node = u8::try_from(perm[f.node as usize])
-                    .expect("nodes are bounded by the scenario caps");
+            take_in_order(&mut c.core.flights, inverse);
+            for f in c.core.flights.iter_mut().flatten() {
+                f.node = renamed(f.node);
             }
-            c.core.flights = flights;
             for st in &mut c.core.strays {
-                st.slot = u8::try_from(perm[usize::from(st.slot)])
-                    .expect("nodes are bounded by the scenario caps");
-                st.flight.node = u8::try_from(perm[usize::from(st.flight.node)])
-                    .expect("nodes are bounded by the scenario caps");
+                st.slot = renamed(st.slot);
+                st.flight.node = renamed(st.flight.node);
             }
             c.cut = perm
                 .iter()
@@ -196,5 +327,70 @@ impl State {
             c.core.machine.permute_nodes(perm);
         }
         // `serving` is the identity without replicas, and stays so.
+    }
+}
+
+/// The most clients or masters a renaming moves (the scenario caps are 4 and 7).
+const MAX_PARTS: usize = 32;
+
+/// `v` rearranged in place so that its `k`-th item is the one that was at `order[k]`
+/// (`order` a permutation of `0..v.len()`), by swaps along the permutation's cycles: the
+/// search renames states by the million, and this moves each item once, allocating
+/// nothing.
+fn take_in_order<T>(v: &mut [T], order: &[usize]) {
+    assert_eq!(v.len(), order.len(), "order is a permutation of the items");
+    assert!(v.len() <= MAX_PARTS, "at most {MAX_PARTS} items");
+    let mut placed = 0u32;
+    for start in 0..v.len() {
+        if placed & (1 << start) != 0 {
+            continue;
+        }
+        let mut j = start;
+        loop {
+            placed |= 1 << j;
+            let from = order[j];
+            if from == start {
+                break;
+            }
+            v.swap(j, from);
+            j = from;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::take_in_order;
+
+    /// In place, every order of up to six items gives what collecting them in that
+    /// order gives.
+    #[test]
+    fn taking_in_order_is_collecting_in_order() {
+        fn orders(n: usize) -> Vec<Vec<usize>> {
+            if n == 0 {
+                return vec![Vec::new()];
+            }
+            let mut out = Vec::new();
+            for o in orders(n - 1) {
+                for at in 0..=o.len() {
+                    let mut o = o.clone();
+                    o.insert(at, n - 1);
+                    out.push(o);
+                }
+            }
+            out
+        }
+        let mut checked = 0;
+        for n in 0..=6 {
+            let items: Vec<String> = (0..n).map(|i| format!("item{i}")).collect();
+            for order in orders(n) {
+                let collected: Vec<String> = order.iter().map(|&i| items[i].clone()).collect();
+                let mut v = items.clone();
+                take_in_order(&mut v, &order);
+                assert_eq!(v, collected, "{order:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 1 + 1 + 2 + 6 + 24 + 120 + 720);
     }
 }

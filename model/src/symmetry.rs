@@ -21,8 +21,78 @@ use crate::tokens::{token_blind_key, token_number};
 /// A renaming: client `i` becomes `clients[i]`, node `n` becomes `nodes[n]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Renaming {
-    pub clients: Vec<u8>,
-    pub nodes: Vec<u8>,
+    pub clients: Perm,
+    pub nodes: Perm,
+}
+
+/// A permutation of client or node indexes, kept in place: the search names one for
+/// every state it stores (the identity without symmetry), so it must not allocate.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Perm {
+    len: u8,
+    at: [u8; Perm::CAPACITY],
+}
+
+impl Perm {
+    /// The most indexes: every node of the largest topology (7 masters with 3 replicas
+    /// each), and every client.
+    pub const CAPACITY: usize = 32;
+
+    /// `0..len` in order.
+    pub fn identity(len: usize) -> Perm {
+        const IN_ORDER: [u8; Perm::CAPACITY] = {
+            let mut at = [0; Perm::CAPACITY];
+            let mut i: u8 = 0;
+            while (i as usize) < Perm::CAPACITY {
+                at[i as usize] = i;
+                i += 1;
+            }
+            at
+        };
+        assert!(
+            len <= Perm::CAPACITY,
+            "indexes are bounded by the scenario caps"
+        );
+        Perm {
+            len: index(len),
+            at: IN_ORDER,
+        }
+    }
+
+    /// The indexes, in order.
+    pub fn as_slice(&self) -> &[u8] {
+        &self.at[..usize::from(self.len)]
+    }
+
+    /// How many indexes.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether it permutes nothing at all (no index).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::ops::Index<usize> for Perm {
+    type Output = u8;
+    fn index(&self, i: usize) -> &u8 {
+        &self.as_slice()[i]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Perm {
+    fn index_mut(&mut self, i: usize) -> &mut u8 {
+        let len = usize::from(self.len);
+        &mut self.at[..len][i]
+    }
+}
+
+impl std::fmt::Debug for Perm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
 }
 
 /// A client or node index as stored in a renaming; bounded by the scenario caps.
@@ -34,17 +104,17 @@ impl Renaming {
     /// Renames nothing.
     pub fn identity(clients: usize, nodes: usize) -> Self {
         Renaming {
-            clients: (0..clients).map(index).collect(),
-            nodes: (0..nodes).map(index).collect(),
+            clients: Perm::identity(clients),
+            nodes: Perm::identity(nodes),
         }
     }
 
     /// The renaming that undoes this one.
     pub fn inverse(&self) -> Self {
-        let invert = |v: &[u8]| {
-            let mut out = vec![0u8; v.len()];
-            for (i, &j) in v.iter().enumerate() {
-                out[j as usize] = index(i);
+        let invert = |v: &Perm| {
+            let mut out = Perm::identity(v.len());
+            for (i, &j) in v.as_slice().iter().enumerate() {
+                out[usize::from(j)] = index(i);
             }
             out
         };
@@ -56,13 +126,16 @@ impl Renaming {
 
     /// This renaming, then `next`.
     pub fn then(&self, next: &Renaming) -> Self {
+        let compose = |v: &Perm, w: &Perm| {
+            let mut out = *v;
+            for i in 0..v.len() {
+                out[i] = w[usize::from(v[i])];
+            }
+            out
+        };
         Renaming {
-            clients: self
-                .clients
-                .iter()
-                .map(|&c| next.clients[c as usize])
-                .collect(),
-            nodes: self.nodes.iter().map(|&n| next.nodes[n as usize]).collect(),
+            clients: compose(&self.clients, &next.clients),
+            nodes: compose(&self.nodes, &next.nodes),
         }
     }
 
@@ -95,16 +168,39 @@ impl LockModel {
 
     /// The representative of `s` under client (and, where valid, master) renaming: the
     /// renaming with the smallest `fingerprint`.
-    pub fn representative(&self, s: State, fingerprint: impl Fn(&State) -> u64) -> Representative {
+    pub fn representative(
+        &self,
+        mut s: State,
+        fingerprint: impl Fn(&State) -> u64,
+    ) -> Representative {
+        let (fingerprint, renaming) = self.canonicalize(&mut s, fingerprint);
+        Representative {
+            fingerprint,
+            state: s,
+            renaming,
+        }
+    }
+
+    /// [`LockModel::representative`] in place: `s` becomes its representative, and its
+    /// fingerprint and the renaming that took it there are returned. The last candidate
+    /// is `s` itself, renamed where it is, so a state with one candidate (most) is not
+    /// copied at all; the candidates are tried in the same order either way, so the
+    /// same one wins a tie.
+    pub fn canonicalize(
+        &self,
+        s: &mut State,
+        fingerprint: impl Fn(&State) -> u64,
+    ) -> (u64, Renaming) {
         let masters = if self.masters_symmetric() {
-            master_orders(&s)
+            master_orders(s)
         } else {
-            vec![(0..s.nodes.len()).collect()]
+            Orders::one(Order::identity(s.nodes.len()))
         };
-        let mut best: Option<Representative> = None;
-        let mut consider = |t: State, perm: &[usize], clients: &[usize]| {
-            let fp = fingerprint(&t);
-            if best.as_ref().is_some_and(|b| b.fingerprint <= fp) {
+        // The best so far: its fingerprint, its renaming, and the candidate unless it is
+        // `s` itself.
+        let mut best: Option<(u64, Renaming, Option<State>)> = None;
+        let mut consider = |fp: u64, perm: &[usize], clients: &[usize], t: Option<State>| {
+            if best.as_ref().is_some_and(|b| b.0 <= fp) {
                 return;
             }
             let mut renaming = Renaming::identity(clients.len(), perm.len());
@@ -114,44 +210,120 @@ impl LockModel {
             for (old, &new) in perm.iter().enumerate() {
                 renaming.nodes[old] = index(new);
             }
-            best = Some(Representative {
-                fingerprint: fp,
-                state: t,
-                renaming,
-            });
+            best = Some((fp, renaming, t));
         };
-        // The last candidate takes `s` itself: no copy when there is one candidate.
-        let mut s = Some(s);
-        let n = masters.len();
-        for (k, order) in masters.into_iter().enumerate() {
-            let mut perm = vec![0; order.len()];
-            for (new, &old) in order.iter().enumerate() {
-                perm[old] = new;
+        let (masters, last) = masters.split_last();
+        for order in &masters {
+            let mut t = s.clone();
+            let perm = put_in_order(&mut t, order);
+            let (orders, last_clients) = client_orders(&t).split_last();
+            for clients in &orders {
+                let mut u = t.clone();
+                reorder(&mut u, clients);
+                consider(fingerprint(&u), &perm, clients, Some(u));
             }
-            let mut t = if k + 1 < n {
-                s.clone().expect("taken by the last candidate only")
-            } else {
-                s.take().expect("taken by the last candidate only")
-            };
-            if order.iter().enumerate().any(|(a, &b)| a != b) {
-                t.permute_masters(&perm);
-            }
-            let client_orders = client_orders(&t);
-            let m = client_orders.len();
-            let mut t = Some(t);
-            for (j, clients) in client_orders.into_iter().enumerate() {
-                let mut u = if j + 1 < m {
-                    t.clone().expect("taken by the last order only")
-                } else {
-                    t.take().expect("taken by the last order only")
-                };
-                if clients.iter().enumerate().any(|(a, &b)| a != b) {
-                    u.reorder_clients(&clients);
-                }
-                consider(u, &perm, &clients);
+            reorder(&mut t, &last_clients);
+            consider(fingerprint(&t), &perm, &last_clients, Some(t));
+        }
+        let perm = put_in_order(s, &last);
+        let (orders, last_clients) = client_orders(s).split_last();
+        for clients in &orders {
+            let mut u = s.clone();
+            reorder(&mut u, clients);
+            consider(fingerprint(&u), &perm, clients, Some(u));
+        }
+        reorder(s, &last_clients);
+        consider(fingerprint(s), &perm, &last_clients, None);
+        let (fp, renaming, t) = best.expect("at least the identity order");
+        if let Some(t) = t {
+            *s = t;
+        }
+        (fp, renaming)
+    }
+}
+
+/// An order of a state's clients or masters (the old index at each new position), kept
+/// in place: every state the search stores is put in order.
+#[derive(Clone, Copy)]
+struct Order {
+    len: usize,
+    at: [usize; Perm::CAPACITY],
+}
+
+impl Order {
+    fn identity(len: usize) -> Order {
+        let mut at = [0; Perm::CAPACITY];
+        for (i, slot) in at.iter_mut().enumerate() {
+            *slot = i;
+        }
+        Order { len, at }
+    }
+
+    fn of(items: &[usize]) -> Order {
+        let mut o = Order::identity(items.len());
+        o.at[..items.len()].copy_from_slice(items);
+        o
+    }
+}
+
+impl std::ops::Deref for Order {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.at[..self.len]
+    }
+}
+
+/// The candidate orders of a state's clients or masters: most states have one, which
+/// takes no allocation (kept in place on purpose, however much larger than the other).
+#[allow(clippy::large_enum_variant)]
+enum Orders {
+    One(Order),
+    Many(Vec<Vec<usize>>),
+}
+
+impl Orders {
+    fn one(order: Order) -> Orders {
+        Orders::One(order)
+    }
+
+    /// Every order, in turn.
+    #[cfg(test)]
+    fn into_vec(self) -> Vec<Vec<usize>> {
+        match self {
+            Orders::One(o) => vec![o.to_vec()],
+            Orders::Many(v) => v,
+        }
+    }
+
+    /// Every order but the last, and the last.
+    fn split_last(self) -> (Vec<Vec<usize>>, Order) {
+        match self {
+            Orders::One(o) => (Vec::new(), o),
+            Orders::Many(mut v) => {
+                let last = v.pop().expect("at least one order");
+                (v, Order::of(&last))
             }
         }
-        best.expect("at least the identity order")
+    }
+}
+
+/// `s` with its masters in `order` (the old master at each new position); the
+/// permutation (old master to new position) is returned.
+fn put_in_order(s: &mut State, order: &[usize]) -> Order {
+    let mut perm = Order::identity(order.len());
+    for (new, &old) in order.iter().enumerate() {
+        perm.at[old] = new;
+    }
+    if order.iter().enumerate().any(|(a, &b)| a != b) {
+        s.permute_masters(&perm);
+    }
+    perm
+}
+
+/// `s` with its clients in `order` (the old client at each new position).
+fn reorder(s: &mut State, order: &[usize]) {
+    if order.iter().enumerate().any(|(a, &b)| a != b) {
+        s.reorder_clients(order);
     }
 }
 
@@ -161,9 +333,14 @@ impl LockModel {
 /// say, five empty masters that no request has reached) keep one order among
 /// themselves, as their other orders give the very same state. Without that, a state
 /// with five tied masters is renamed 120 times to find one representative.
-fn master_orders(s: &State) -> Vec<Vec<usize>> {
-    let keys: Vec<u64> = (0..s.nodes.len()).map(|m| master_key(s, m)).collect();
-    orders_by_key(&keys, |a, b| swap_leaves_unchanged(s, a, b))
+fn master_orders(s: &State) -> Orders {
+    let mut keys = [0u64; Perm::CAPACITY];
+    for (m, key) in keys.iter_mut().enumerate().take(s.nodes.len()) {
+        *key = master_key(s, m);
+    }
+    orders_by_key(&keys[..s.nodes.len()], |a, b| {
+        swap_leaves_unchanged(s, a, b)
+    })
 }
 
 /// Every order of `0..keys.len()` sorted by `keys` and with the parts that tie in every
@@ -172,11 +349,11 @@ fn master_orders(s: &State) -> Vec<Vec<usize>> {
 /// orders give the very same state. (Swaps that leave a state as it is compose into one
 /// that does, so "is a copy of" is an equivalence, and comparing with a class's first
 /// part is enough.)
-fn orders_by_key(keys: &[u64], copy: impl Fn(usize, usize) -> bool) -> Vec<Vec<usize>> {
-    let mut sorted: Vec<usize> = (0..keys.len()).collect();
-    sorted.sort_by_key(|&p| keys[p]);
+fn orders_by_key(keys: &[u64], copy: impl Fn(usize, usize) -> bool) -> Orders {
+    let mut sorted = Order::identity(keys.len());
+    sorted.at[..keys.len()].sort_by_key(|&p| keys[p]);
     if sorted.windows(2).all(|w| keys[w[0]] != keys[w[1]]) {
-        return vec![sorted];
+        return Orders::One(sorted);
     }
     let mut orders = vec![Vec::with_capacity(sorted.len())];
     let mut start = 0;
@@ -210,7 +387,7 @@ fn orders_by_key(keys: &[u64], copy: impl Fn(usize, usize) -> bool) -> Vec<Vec<u
             .collect();
         start = end;
     }
-    orders
+    Orders::Many(orders)
 }
 
 /// Whether `State::permute_masters` with masters `a` and `b` swapped would give `s`
@@ -291,9 +468,12 @@ fn arrange(
 /// position): sorted by what each looks like with token names left out, and every order
 /// of clients that tie on it, except clients that are copies of each other (swapping
 /// them leaves the state as it is), which keep one order.
-fn client_orders(s: &State) -> Vec<Vec<usize>> {
-    let keys: Vec<u64> = s.clients.iter().map(token_blind_key).collect();
-    orders_by_key(&keys, |a, b| clients_swap_keeps(s, a, b))
+fn client_orders(s: &State) -> Orders {
+    let mut keys = [0u64; Perm::CAPACITY];
+    for (key, c) in keys.iter_mut().zip(&s.clients) {
+        *key = token_blind_key(c);
+    }
+    orders_by_key(&keys[..s.clients.len()], |a, b| clients_swap_keeps(s, a, b))
 }
 
 /// Whether `State::reorder_clients` with clients `a` and `b` swapped would give `s`
@@ -500,7 +680,7 @@ resource_safety = "violated"
         let (mut tied, mut saved) = (0, 0);
         for next in crate::model::levels(&model, 8) {
             for s in next.iter().step_by(3) {
-                let kept = master_orders(s);
+                let kept = master_orders(s).into_vec();
                 let kept_states: Vec<State> = kept.iter().map(|o| permuted(s, o)).collect();
                 let keys: Vec<u64> = (0..s.nodes.len()).map(|m| master_key(s, m)).collect();
                 let every: Vec<Vec<usize>> = permutations(&(0..s.nodes.len()).collect::<Vec<_>>())

@@ -97,7 +97,7 @@ macro_rules! integers {
 
 impl Hasher for StateHasher<'_> {
     fn write(&mut self, bytes: &[u8]) {
-        match token_number(bytes).filter(|_| self.token_names) {
+        match self.token_names.then(|| token_number(bytes)).flatten() {
             Some(n) => {
                 let k = self.seen.order(n);
                 // A marker no string of the state starts with, then the order.

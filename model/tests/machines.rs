@@ -799,7 +799,11 @@ fn getset_timestamp_the_losing_stealer_overwrites_the_winners_expiry() {
     let lost = sim.deliver(c, 0).expect("c's GETSET");
     assert!(turned_away(DesignId::GetsetTimestamp, &lost), "{lost:?}");
     let c_expiry = (sim.clock(c) + millis(TTL)).to_string();
-    assert_eq!(sim.holder(0), Some(c_expiry), "the loser's expiry");
+    assert_eq!(
+        sim.holder(0),
+        Some(c_expiry.as_str().into()),
+        "the loser's expiry"
+    );
     assert_ne!(sim.holder(0), Some(won.token));
     assert_eq!(
         foreign(&sim),

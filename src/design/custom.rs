@@ -20,6 +20,7 @@ use crate::machine::{
     no_renewal, Answer, Denied, Grant, LockConfig, Millis, NoAnswer, Phase, Protocol, Step,
 };
 use crate::script::{CustomScript, Script};
+use crate::text::Text;
 
 /// The placeholders a step may use, each in braces.
 pub const PLACEHOLDERS: [&str; 3] = ["key", "token", "ttl"];
@@ -341,7 +342,7 @@ impl Protocol for Custom {
             .cloned();
         let (token, first) = match (&outer, &lock.reenter) {
             (Some(grant), Some(reenter)) => (grant.token.clone(), reenter),
-            _ => (token.to_string(), &lock.acquire[0]),
+            _ => (Text::new(token), &lock.acquire[0]),
         };
         let step = Step::send(first.request(cfg, &token));
         self.phase = Phase::Acquiring {

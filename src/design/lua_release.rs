@@ -21,7 +21,7 @@ pub(crate) fn compare_and_delete(cfg: &LockConfig, grant: &Grant) -> Command {
     Command::Eval {
         script: Script::CompareAndDelete,
         keys: vec![cfg.key.clone()],
-        args: vec![grant.token.clone()],
+        args: vec![grant.token.to_string()],
     }
 }
 
@@ -29,7 +29,7 @@ pub(crate) fn compare_and_pexpire(cfg: &LockConfig, grant: &Grant) -> Command {
     Command::Eval {
         script: Script::CompareAndPexpire,
         keys: vec![cfg.key.clone()],
-        args: vec![grant.token.clone(), cfg.ttl.to_string()],
+        args: vec![grant.token.to_string(), cfg.ttl.to_string()],
     }
 }
 

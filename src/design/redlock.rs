@@ -13,6 +13,7 @@ use crate::design::lua_release::{compare_and_delete, compare_and_pexpire};
 use crate::machine::{
     shifted, Answer, Denied, Grant, LockConfig, Millis, Outcome, Protocol, Request, Step,
 };
+use crate::text::Text;
 
 /// The denial a machine keeps in place of the one it will report, once forgotten
 /// ([`Redlock::forget_reported_values`]).
@@ -47,7 +48,7 @@ enum Phase {
     /// count decides, so which ones is not kept: two machines that differ only there
     /// would answer every later call alike).
     Acquiring {
-        token: String,
+        token: Text,
         started: Millis,
         pending: Nodes,
         granted: u8,
@@ -216,7 +217,7 @@ impl Protocol for Redlock {
             px: cfg.ttl,
         });
         self.phase = Phase::Acquiring {
-            token: token.to_string(),
+            token: Text::new(token),
             started: now,
             pending: all(self.n()),
             granted: 0,

@@ -10,6 +10,7 @@
 use crate::command::{Command, Reply};
 use crate::machine::{Answer, Denied, Grant, LockConfig, Millis, NoAnswer, Phase, Protocol, Step};
 use crate::script::Script;
+use crate::text::Text;
 
 /// Redisson's reentrant hash lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -31,7 +32,7 @@ impl Protocol for Reentrant {
         let outer = self.phase.grant().cloned();
         let owner = outer
             .as_ref()
-            .map_or_else(|| token.to_string(), |g| g.token.clone());
+            .map_or_else(|| Text::new(token), |g| g.token.clone());
         let step = Step::send(eval(Script::ReentrantLock, cfg, &owner));
         self.phase = Phase::Acquiring {
             token: owner,

@@ -70,7 +70,7 @@ impl LockGuard {
     /// The value identifying this holder in Redis (the lock key's value, or the
     /// reentrant hash's owner field).
     pub fn token(&self) -> String {
-        self.session.grant().token
+        self.session.grant().token.to_string()
     }
 
     /// How many holds this hold counts (reentrant re-entries; 1 otherwise).

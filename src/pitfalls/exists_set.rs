@@ -48,7 +48,7 @@ impl Protocol for ExistsSet {
                     *step = 1;
                     Step::send(Command::SetPx {
                         key: cfg.key.clone(),
-                        value: token.clone(),
+                        value: token.to_string(),
                         px: cfg.ttl,
                     })
                 }

@@ -11,6 +11,7 @@ use crate::command::{Command, Reply};
 use crate::machine::{
     no_renewal, Answer, Denied, Grant, LockConfig, Millis, Outcome, Phase, Protocol, Step,
 };
+use crate::text::Text;
 
 /// The GETSET timestamp lock.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -72,8 +73,8 @@ impl Protocol for GetsetTimestamp {
                     Ok(expiry) if expiry < now => {
                         let mine = (now.saturating_add(cfg.ttl_ms())).to_string();
                         *step = 2;
-                        *seen = Some(value);
-                        *token = mine.clone();
+                        *seen = Some(Text::from(value));
+                        *token = Text::new(&mine);
                         *started = now;
                         Step::send(Command::GetSet {
                             key: cfg.key.clone(),

@@ -6,7 +6,7 @@
 use locklab::{
     Answer, DesignId, Grant, LockConfig, LockMachine, Millis, NoAnswer, Outcome, Request,
 };
-use locklab_model::redis::{Data, Exec, Value};
+use locklab_model::redis::{Data, Exec, Text, Value};
 
 /// The lease of every simulated lock, in milliseconds.
 pub const TTL: u64 = 1_000;
@@ -262,19 +262,19 @@ impl Sim {
 
     /// Who holds the lock key on `node`: its string value (a token; an expiry time for
     /// `getset-timestamp`) or the owner field of a reentrant hash.
-    pub fn holder(&mut self, node: usize) -> Option<String> {
+    pub fn holder(&mut self, node: usize) -> Option<Text> {
         match self.value(node)? {
-            Value::Str(s) => Some(s.into()),
+            Value::Str(s) => Some(s),
             Value::Hash(fields) => {
                 assert_eq!(fields.len(), 1, "one owner field: {fields:?}");
-                Some(fields[0].0.to_string())
+                Some(fields[0].0.clone())
             }
             Value::List(items) => panic!("no design keeps its lock in a list: {items:?}"),
         }
     }
 
     /// [`Sim::holder`] on every node.
-    pub fn holders(&mut self) -> Vec<Option<String>> {
+    pub fn holders(&mut self) -> Vec<Option<Text>> {
         (0..self.nodes.len())
             .map(|node| self.holder(node))
             .collect()

@@ -1,12 +1,14 @@
-//! [`Text`]: the strings of the abstract Redis's data (keys, values, hash fields, list
-//! elements), kept inside the state when they are short.
+//! [`Text`]: a short immutable string kept in place: a lock machine's tokens, and the
+//! model's strings of the abstract Redis's data (keys, values, hash fields, list
+//! elements).
 //!
-//! The search copies a state for every step it tries and drops most of the copies (the
-//! step led to a state already seen). With `String`s, every key and value of every node
-//! was an allocation and a free on each copy: on five Redlock masters, about a tenth of
-//! the search's time. The model's keys and tokens are a few bytes (`lock`, `t12`), so a
-//! `Text` of up to [`INLINE`] bytes is stored in place and copied with the state; a
-//! longer one (a custom script may store anything) is boxed.
+//! The model checker copies a state, every client's machine and every node's data in
+//! it, for every step it tries, and drops most of the copies (the step led to a state
+//! already seen). With `String`s, every token and every key and value was an allocation
+//! and a free on each copy: on five Redlock masters, about a tenth of the search's time.
+//! Tokens and keys are a few bytes (`lock`, `t12`; the driver's `client-id:attempt`), so
+//! a `Text` of up to [`INLINE`] bytes is stored in place and copied with its owner; a
+//! longer one is boxed.
 //!
 //! A `Text` hashes, compares, orders and prints exactly as the `str` it holds (and so as
 //! the `String` it replaces): a state's fingerprint, and with it the representative the
@@ -142,6 +144,24 @@ impl PartialEq<&str> for Text {
 impl PartialEq<String> for Text {
     fn eq(&self, other: &String) -> bool {
         self.as_str() == other
+    }
+}
+
+impl PartialEq<Text> for String {
+    fn eq(&self, other: &Text) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Text> for str {
+    fn eq(&self, other: &Text) -> bool {
+        self == other.as_str()
+    }
+}
+
+impl PartialEq<Text> for &str {
+    fn eq(&self, other: &Text) -> bool {
+        *self == other.as_str()
     }
 }
 
