@@ -17,6 +17,8 @@ use std::num::NonZeroU64;
 
 use locklab::{Answer, Command, Grant, LockConfig, LockMachine, Millis, Outcome, Reply, Step};
 
+use crate::clone_in_place::clone_in_place;
+
 /// One client as the model and the run engine both keep it. The model adds its timing
 /// and faults (`crate::state::Client`), the run engine its connections and pause gate.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -38,45 +40,11 @@ pub struct ClientCore {
     pub strays: Vec<Stray>,
 }
 
-/// Written out so that `clone_from` keeps the vectors of requests it overwrites (the
-/// search builds successors in place: `crate::state::State`'s `clone_from`).
-impl Clone for ClientCore {
-    fn clone(&self) -> Self {
-        let ClientCore {
-            machine,
-            phase,
-            attempts,
-            fence,
-            flights,
-            strays,
-        } = self;
-        ClientCore {
-            machine: machine.clone(),
-            phase: phase.clone(),
-            attempts: *attempts,
-            fence: *fence,
-            flights: flights.clone(),
-            strays: strays.clone(),
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        let ClientCore {
-            machine,
-            phase,
-            attempts,
-            fence,
-            flights,
-            strays,
-        } = source;
-        self.machine.clone_from(machine);
-        self.phase.clone_from(phase);
-        self.attempts = *attempts;
-        self.fence = *fence;
-        self.flights.clone_from(flights);
-        self.strays.clone_from(strays);
-    }
-}
+// The search builds successors in place ([`crate::clone_in_place`]).
+clone_in_place!(ClientCore {
+    copy: [attempts, fence],
+    keep: [machine, phase, flights, strays],
+});
 
 impl ClientCore {
     /// The fencing token it presents to the store.

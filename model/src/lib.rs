@@ -19,6 +19,7 @@ pub mod blame;
 pub mod call;
 pub mod cause;
 pub mod client;
+mod clone_in_place;
 pub mod fault;
 pub mod forget;
 pub mod frontier;

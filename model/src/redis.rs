@@ -6,6 +6,8 @@
 
 use locklab::{Command, Reply};
 
+use crate::clone_in_place::clone_in_place;
+
 pub use locklab::Text;
 
 /// A value: a string or a hash.
@@ -39,19 +41,11 @@ pub struct Data {
     pub entries: Vec<(Text, Entry)>,
 }
 
-/// Written out so that `clone_from` keeps the vector of entries it overwrites (the
-/// search builds successors in place: `crate::state::State`'s `clone_from`).
-impl Clone for Data {
-    fn clone(&self) -> Self {
-        Data {
-            entries: self.entries.clone(),
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        self.entries.clone_from(&source.entries);
-    }
-}
+// The search builds successors in place ([`crate::clone_in_place`]).
+clone_in_place!(Data {
+    copy: [],
+    keep: [entries],
+});
 
 impl Data {
     /// The entry under `key`.

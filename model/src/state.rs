@@ -4,6 +4,7 @@
 use locklab::resource::Stock;
 
 pub use crate::client::{ClientCore, Flight, Phase, Stray};
+use crate::clone_in_place::clone_in_place;
 use crate::fault::Spent;
 use crate::redis::Data;
 
@@ -49,51 +50,11 @@ impl std::hash::Hash for Client {
     }
 }
 
-/// Written out so that `clone_from` keeps the vectors it overwrites: the search builds
-/// every successor in one state of its own ([`State`]'s `clone_from`), and most
-/// successors are states seen before, dropped at once. Every field is named, so a new
-/// one does not compile until it is copied here too.
-impl Clone for Client {
-    fn clone(&self) -> Self {
-        let Client {
-            core,
-            paused,
-            offset,
-            retry_wait,
-            waited,
-            since_renew,
-            cut,
-        } = self;
-        Client {
-            core: core.clone(),
-            paused: *paused,
-            offset: *offset,
-            retry_wait: *retry_wait,
-            waited: *waited,
-            since_renew: *since_renew,
-            cut: *cut,
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        let Client {
-            core,
-            paused,
-            offset,
-            retry_wait,
-            waited,
-            since_renew,
-            cut,
-        } = source;
-        self.core.clone_from(core);
-        self.paused = *paused;
-        self.offset = *offset;
-        self.retry_wait = *retry_wait;
-        self.waited = *waited;
-        self.since_renew = *since_renew;
-        self.cut = *cut;
-    }
-}
+// The search builds every successor in place ([`crate::clone_in_place`]).
+clone_in_place!(Client {
+    copy: [paused, offset, retry_wait, waited, since_renew, cut],
+    keep: [core],
+});
 
 impl Client {
     /// Running: neither paused nor crashed.
@@ -126,44 +87,10 @@ pub struct Node {
     pub drifted: u8,
 }
 
-/// Written out so that `clone_from` keeps the data's vector (see [`Client`]'s).
-impl Clone for Node {
-    fn clone(&self) -> Self {
-        let Node {
-            alive,
-            offset,
-            data,
-            replica_of,
-            repl_offset,
-            drifted,
-        } = self;
-        Node {
-            alive: *alive,
-            offset: *offset,
-            data: data.clone(),
-            replica_of: *replica_of,
-            repl_offset: *repl_offset,
-            drifted: *drifted,
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        let Node {
-            alive,
-            offset,
-            data,
-            replica_of,
-            repl_offset,
-            drifted,
-        } = source;
-        self.alive = *alive;
-        self.offset = *offset;
-        self.data.clone_from(data);
-        self.replica_of = *replica_of;
-        self.repl_offset = *repl_offset;
-        self.drifted = *drifted;
-    }
-}
+clone_in_place!(Node {
+    copy: [alive, offset, replica_of, repl_offset, drifted],
+    keep: [data],
+});
 
 /// A split brain (the case Jepsen found in Redis Sentinel): a partition cuts master slot
 /// `slot`'s node `old` off from Sentinel and the replicas; a replica was promoted on the
@@ -211,66 +138,12 @@ pub struct State {
     pub stepped: bool,
 }
 
-/// Written out so that `clone_from` keeps every vector it overwrites, down to each
-/// client's requests and each node's data: the search builds each successor in one
-/// state per worker this way, and copies it out only when it is new.
-impl Clone for State {
-    fn clone(&self) -> Self {
-        let State {
-            now,
-            clients,
-            nodes,
-            serving,
-            stock,
-            spent,
-            next_token,
-            displaced_other,
-            split,
-            pausing,
-            stepped,
-        } = self;
-        State {
-            now: *now,
-            clients: clients.clone(),
-            nodes: nodes.clone(),
-            serving: serving.clone(),
-            stock: stock.clone(),
-            spent: *spent,
-            next_token: *next_token,
-            displaced_other: *displaced_other,
-            split: split.clone(),
-            pausing: *pausing,
-            stepped: *stepped,
-        }
-    }
-
-    fn clone_from(&mut self, source: &Self) {
-        let State {
-            now,
-            clients,
-            nodes,
-            serving,
-            stock,
-            spent,
-            next_token,
-            displaced_other,
-            split,
-            pausing,
-            stepped,
-        } = source;
-        self.now = *now;
-        self.clients.clone_from(clients);
-        self.nodes.clone_from(nodes);
-        self.serving.clone_from(serving);
-        self.stock.clone_from(stock);
-        self.spent = *spent;
-        self.next_token = *next_token;
-        self.displaced_other = *displaced_other;
-        self.split.clone_from(split);
-        self.pausing = *pausing;
-        self.stepped = *stepped;
-    }
-}
+// Down to each client's requests and each node's data: the search builds each successor
+// in one state per worker this way, and moves it out only when it is new.
+clone_in_place!(State {
+    copy: [now, spent, next_token, displaced_other, pausing, stepped],
+    keep: [clients, nodes, serving, stock, split],
+});
 
 impl State {
     /// The same state with its clients reordered: client `order[k]` becomes client `k`,
