@@ -124,7 +124,7 @@ impl Phase {
 }
 
 /// A request on its way to a node, or executed with its reply on its way back.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Flight {
     /// The physical node it is addressed to (the one serving the slot when sent).
     pub node: u8,
@@ -136,6 +136,41 @@ pub struct Flight {
     /// Ticks its current leg has been deliverable without being delivered (the model's
     /// bound; the real run leaves it at 0).
     pub age: u8,
+}
+
+/// A copy in place into a flight of the same command (as most of the search's successors
+/// are: [`crate::clone_in_place`]) keeps the reference it has, and leaves the count of
+/// the shared command alone.
+impl Clone for Flight {
+    fn clone(&self) -> Self {
+        let Flight {
+            node,
+            command,
+            held,
+            age,
+        } = self;
+        Flight {
+            node: *node,
+            command: command.clone(),
+            held: held.clone(),
+            age: *age,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Flight {
+            node,
+            command,
+            held,
+            age,
+        } = source;
+        self.node = *node;
+        if !std::sync::Arc::ptr_eq(&self.command, command) {
+            self.command = command.clone();
+        }
+        self.held.clone_from(held);
+        self.age = *age;
+    }
 }
 
 /// A request its client gave up on while it was still on the wire: the client timed

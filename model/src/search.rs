@@ -560,7 +560,8 @@ pub fn search(
         // chunk.
         let open: Vec<bool> = found.iter().map(Option::is_none).collect();
         let expand = |chunk: Block<'_>, visited_before: &FxHashMap<u64, u64>| {
-            let mut out = Vec::new();
+            // About one new state a state expanded: sized so, the batch rarely moves.
+            let mut out = Vec::with_capacity(chunk.len());
             let mut seen = FxHashSet::default();
             let mut generated = 0u64;
             let mut coverage = Coverage::default();
