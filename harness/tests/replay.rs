@@ -251,3 +251,159 @@ fn a_failover_reproduces_with_real_sentinel() {
     assert_no_leftovers(r["cluster"].as_str().unwrap());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// lua-release with `WAIT 1`, one replica and a one-tick WAIT timeout: `clients`
+/// clients, a `ttl`-tick lease, `tick_ms` ticks.
+fn blocking_wait(clients: u32, ttl: u32, tick_ms: u64) -> String {
+    format!(
+        r#"name = "wait-lease"
+design = "lua-release"
+summary = "WAIT 1 with a one-tick timeout: a replica that acknowledges just before the timeout delays the grant by a tick"
+wait_replicas = 1
+
+[topology]
+masters = 1
+replicas = 1
+
+[clients]
+count = {clients}
+
+[timing]
+ttl = {ttl}
+work = 1
+max_step_delay = 1
+wait_timeout = 1
+tick_ms = {tick_ms}
+
+[expect]
+mutual_exclusion = "violated"
+owner_only_release = "holds"
+no_orphaned_lock = "holds"
+resource_safety = "violated"
+"#
+    )
+}
+
+/// A WAIT that blocks on real Redis answers where the model's does. Sent while the
+/// replica is off the network, it blocks; the run engine sends it with the timeout that
+/// ends at the start of the tick at which the model's timeout answers it (the tick
+/// after the last of its `wait_timeout` ticks). A replica that catches up in that last
+/// tick is acknowledged in time (1); one that catches up a tick later is not: the WAIT
+/// answered 0 at the tick, within a few milliseconds of its start.
+#[test]
+fn a_blocked_wait_answers_on_real_redis_where_the_model_does() {
+    use locklab_harness::run::history::Event;
+    use locklab_model::model::LockModel;
+    let tick_ms = 500;
+    let s = Scenario::parse(&blocking_wait(1, 7, tick_ms), "wait-lease.toml").unwrap();
+    let model = LockModel::new(&s);
+    use Action::*;
+    let sent = [Acquire(0), Deliver(0, 0), Receive(0, 0), Deliver(0, 0)];
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    for (rest, answer_at, reply) in [
+        (&[Tick, Replicate(1), Receive(0, 0)][..], 6, "(integer) 1"),
+        (
+            &[Tick, Tick, Replicate(1), Receive(0, 0)][..],
+            6,
+            "(integer) 0",
+        ),
+    ] {
+        let actions = [&sent[..], rest].concat();
+        // The model: the WAIT blocks at its delivery and is answered at `answer_at`.
+        let trace = locklab_model::trace::build(&model, Property::MutualExclusion, &actions);
+        assert_eq!(trace.steps.len(), actions.len(), "{actions:?}");
+        assert!(trace.steps[3].blocks);
+        let answered = &trace.steps[answer_at - 1].waits_answered;
+        assert_eq!(answered.len(), 1, "{actions:?}");
+        assert_eq!(answered[0].reply, reply);
+
+        let (history, timeline, cluster) = rt.block_on(async {
+            let mut run = Run::start(&s, RunOptions::of(&s)).await.unwrap();
+            let cluster = run.cluster_id();
+            let mut at = Vec::new();
+            for &a in &actions {
+                run.step(a).await.unwrap();
+                at.push(run.history().entries.len());
+            }
+            let (history, timeline) = run.finish().await.unwrap();
+            (history, timeline, (cluster, at))
+        });
+        let (cluster, at) = cluster;
+        // Redis answered the WAIT by the end of the step the model answers it at.
+        let wait = history.entries[..at[answer_at - 1]]
+            .iter()
+            .rev()
+            .find_map(|e| match &e.event {
+                Event::Command { command, reply, .. } if command.starts_with("WAIT 1 ") => {
+                    Some((command.clone(), reply.clone()))
+                }
+                _ => None,
+            })
+            .expect("the WAIT's answer is recorded");
+        assert_eq!(wait.1.as_deref(), Some(reply), "{timeline:#?}");
+        // Its timeout ended at the start of tick 2: from early in tick 0, a little less
+        // than two ticks.
+        let ms: u64 = wait.0["WAIT 1 ".len()..].parse().unwrap();
+        assert!(
+            (tick_ms..=2 * tick_ms).contains(&ms),
+            "{}: {timeline:#?}",
+            wait.0
+        );
+        if reply == "(integer) 0" {
+            let tick2 = timeline
+                .iter()
+                .find(|e| e.event == "tick 2")
+                .expect("tick 2")
+                .ms;
+            let answered = timeline
+                .iter()
+                .find(|e| e.event.contains("answers (its timeout ran out)"))
+                .expect("the timeout's answer")
+                .ms;
+            assert!(
+                (0.0..50.0).contains(&(answered - tick2)),
+                "answered {:.1} ms after tick 2 began: {timeline:#?}",
+                answered - tick2
+            );
+        }
+        let granted = history
+            .entries
+            .iter()
+            .any(|e| matches!(e.event, Event::Acquired { client: 0, .. }));
+        assert_eq!(granted, reply == "(integer) 1", "{timeline:#?}");
+        assert_no_leftovers(&cluster);
+    }
+}
+
+/// The counterexample that needs a WAIT that blocks: lua-release with `WAIT 1`, one
+/// replica and a 7-tick lease holds when WAIT answers at its delivery; with a one-tick
+/// timeout the WAIT blocks until the replica catches up a tick later, the grant comes a
+/// tick later, and the second client takes the expired key while the first still
+/// works. On real Redis: the WAIT really blocks (the replica is off the network until
+/// the model's catch-up) and answers 1 at the catch-up; both violations reproduce.
+#[test]
+fn a_counterexample_that_needs_a_blocked_wait_reproduces() {
+    let dir = temp_dir("blocked-wait");
+    let file = dir.join("wait-lease.toml");
+    std::fs::write(&file, blocking_wait(2, 7, 400)).unwrap();
+    let stdout = replay_ok(&[file.as_os_str(), "--reports".as_ref(), dir.as_os_str()]);
+    assert!(
+        stdout.contains("(blocks: fewer replicas acknowledged"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("answers (a replica caught up)"), "{stdout}");
+    for property in ["mutual_exclusion", "resource_safety"] {
+        let path = dir
+            .join("replays")
+            .join(format!("wait-lease.{property}.json"));
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(r["reproduced"], true, "{r:#}");
+        assert_eq!(r["diverged"], serde_json::json!([]), "{r:#}");
+        assert_no_leftovers(r["cluster"].as_str().unwrap());
+    }
+    let trace = dir.join("traces").join("wait-lease.mutual_exclusion.json");
+    let text = std::fs::read_to_string(trace).unwrap();
+    assert!(text.contains("\"blocks\": true"), "{text}");
+    assert!(text.contains("\"waits_answered\""), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -123,8 +123,9 @@ impl Phase {
     }
 }
 
-/// A request on its way to a node, or executed with its reply on its way back.
-#[derive(Debug, PartialEq, Eq, Hash)]
+/// A request on its way to a node, or executed with its reply on its way back, or a
+/// `WAIT` that blocks on its node.
+#[derive(Debug, PartialEq, Eq)]
 pub struct Flight {
     /// The physical node it is addressed to (the one serving the slot when sent).
     pub node: u8,
@@ -136,6 +137,51 @@ pub struct Flight {
     /// Ticks its current leg has been deliverable without being delivered (the model's
     /// bound; the real run leaves it at 0).
     pub age: u8,
+    /// A `WAIT` that ran and has not answered yet ([`Flight::blocked`]): the ticks still
+    /// to pass before its timeout answers it, the tick that answers it included, or
+    /// [`Flight::WAIT_LOST`] once its node dropped the connection it blocks on (only its
+    /// client's timeout answers it then). 0 for every other request, and then left out
+    /// of the hash, so that a state without a blocked `WAIT` keeps its fingerprint.
+    pub wait: u16,
+}
+
+impl Flight {
+    /// [`Flight::wait`] of a `WAIT` whose node dropped its connection (a failover, a
+    /// restart, its client redirected away from the old master of a split brain): it
+    /// never answers, and its client times out.
+    pub const WAIT_LOST: u16 = u16::MAX;
+
+    /// A `WAIT` that ran on its node and blocks there: no reply yet (nor a leg to
+    /// deliver); a replica catching up or its timeout answers it.
+    pub fn blocked(&self) -> bool {
+        self.wait != 0
+    }
+
+    /// A request still on its way to its node: not executed, not blocking there.
+    pub fn undelivered(&self) -> bool {
+        self.held.is_none() && self.wait == 0
+    }
+
+    /// A blocked `WAIT` that its timeout or a replica may still answer (its node keeps
+    /// its connection).
+    pub fn waiting(&self) -> bool {
+        self.blocked() && self.wait != Flight::WAIT_LOST
+    }
+}
+
+/// Field by field in the order of the struct, as a derived `Hash` writes them, and
+/// [`Flight::wait`] last and only when it is set: every state without a blocked `WAIT`
+/// hashes as it did before the field existed.
+impl std::hash::Hash for Flight {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.node.hash(h);
+        self.command.hash(h);
+        self.held.hash(h);
+        self.age.hash(h);
+        if self.wait != 0 {
+            self.wait.hash(h);
+        }
+    }
 }
 
 /// A copy in place into a flight of the same command (as most of the search's successors
@@ -148,12 +194,14 @@ impl Clone for Flight {
             command,
             held,
             age,
+            wait,
         } = self;
         Flight {
             node: *node,
             command: command.clone(),
             held: held.clone(),
             age: *age,
+            wait: *wait,
         }
     }
 
@@ -163,6 +211,7 @@ impl Clone for Flight {
             command,
             held,
             age,
+            wait,
         } = source;
         self.node = *node;
         if !std::sync::Arc::ptr_eq(&self.command, command) {
@@ -170,6 +219,7 @@ impl Clone for Flight {
         }
         self.held.clone_from(held);
         self.age = *age;
+        self.wait = *wait;
     }
 }
 
@@ -376,6 +426,7 @@ impl Program {
                 command: std::sync::Arc::new(send.command),
                 held: None,
                 age: 0,
+                wait: 0,
             });
         }
         match step.outcome {
@@ -538,6 +589,42 @@ mod tests {
                 crate::model::fingerprint(&kept),
                 crate::model::fingerprint(&token)
             );
+        }
+    }
+
+    /// A flight that is no blocked `WAIT` hashes as the struct did without the field,
+    /// so that every state without one keeps its fingerprint; a blocked one differs.
+    #[test]
+    fn a_flight_hashes_its_wait_only_when_set() {
+        #[derive(Hash)]
+        struct Before {
+            node: u8,
+            command: std::sync::Arc<Command>,
+            held: Option<Reply>,
+            age: u8,
+        }
+        let command = std::sync::Arc::new(Command::Wait {
+            replicas: 1,
+            timeout_ms: 100,
+        });
+        for (held, age) in [(None, 0), (Some(Reply::Int(1)), 1)] {
+            let before = Before {
+                node: 2,
+                command: command.clone(),
+                held: held.clone(),
+                age,
+            };
+            let mut flight = Flight {
+                node: 2,
+                command: command.clone(),
+                held,
+                age,
+                wait: 0,
+            };
+            use crate::model::fingerprint;
+            assert_eq!(fingerprint(&flight), fingerprint(&before));
+            flight.wait = 3;
+            assert_ne!(fingerprint(&flight), fingerprint(&before));
         }
     }
 

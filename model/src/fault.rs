@@ -20,7 +20,7 @@ use locklab::{DesignId, NoAnswer};
 
 use crate::action::Action;
 use crate::model::{client_index, LockModel};
-use crate::state::{Phase, Split, State};
+use crate::state::{Flight, Phase, Split, State};
 
 /// The kinds of fault of a scenario's `[faults]` budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -400,7 +400,8 @@ impl Rule for Pause {
 }
 
 /// The client process dies. What is on the wire stays there: a request still reaches
-/// its node; a reply has nobody to read it.
+/// its node; a reply has nobody to read it, and a `WAIT` blocking on its node goes with
+/// the process's connection.
 struct Crash;
 
 impl Rule for Crash {
@@ -416,8 +417,9 @@ impl Rule for Crash {
         let cl = &mut s.clients[usize::from(c)];
         cl.core.phase = Phase::Crashed;
         cl.paused = false;
+        // A reply, or a WAIT blocking on its node, goes with the process's connection.
         for f in &mut cl.core.flights {
-            if f.as_ref().is_some_and(|f| f.held.is_some()) {
+            if f.as_ref().is_some_and(|f| f.held.is_some() || f.blocked()) {
                 *f = None;
             }
         }
@@ -430,7 +432,9 @@ impl Rule for Crash {
 }
 
 /// A master dies for good and one of its replicas, by the promotion rule, takes its
-/// slot; its other replicas follow the promoted one.
+/// slot; its other replicas follow the promoted one. The dead master's connections go:
+/// the requests given up on that were on their way to it, and the `WAIT`s blocking there
+/// (their clients time out).
 struct Failover;
 
 impl Rule for Failover {
@@ -453,7 +457,7 @@ impl Rule for Failover {
         s.spent[FaultKind::Failover] += 1;
         let old = m.promote(s, slot, r, 0);
         s.nodes[usize::from(old)].alive = false;
-        LockModel::drop_strays_to(s, old);
+        LockModel::drop_connections_to(s, old);
         Some(())
     }
 
@@ -465,8 +469,8 @@ impl Rule for Failover {
     }
 }
 
-/// A node restarts empty (no persistence); the requests on their way to it go with its
-/// connections.
+/// A node restarts empty (no persistence); the requests given up on that were on their
+/// way to it, and the `WAIT`s blocking there, go with its connections.
 struct Restart;
 
 impl Rule for Restart {
@@ -480,7 +484,7 @@ impl Rule for Restart {
         let Action::Restart(n) = a else { return None };
         s.spent[FaultKind::Restart] += 1;
         s.nodes[usize::from(n)].data = Default::default();
-        LockModel::drop_strays_to(s, n);
+        LockModel::drop_connections_to(s, n);
         Some(())
     }
 
@@ -670,7 +674,16 @@ impl Rule for SplitBrain {
                     moved: 0,
                 });
             }
-            Action::Redirect(c, _) => s.split.as_mut()?.moved |= 1 << c,
+            Action::Redirect(c, slot) => {
+                let old = s.split.as_ref()?.old;
+                s.split.as_mut()?.moved |= 1 << c;
+                // Its connection to the old master goes, and a WAIT blocking there with
+                // it.
+                let flight = s.clients[usize::from(c)].core.flights[usize::from(slot)].as_mut();
+                if let Some(f) = flight.filter(|f| f.blocked() && f.node == old) {
+                    f.wait = Flight::WAIT_LOST;
+                }
+            }
             _ => return None,
         }
         Some(())

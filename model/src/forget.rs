@@ -218,8 +218,8 @@ mod tests {
     }
 
     /// Forgetting is exact on about `n` states near the start and along `walks` random
-    /// walks, and `n` stored states, of each shipped scenario and custom lock, and of two
-    /// fault mixes none of them has.
+    /// walks, and `n` stored states, of each shipped scenario and custom lock, of two
+    /// fault mixes none of them has, and of three with a WAIT that blocks.
     fn forgetting_is_exact_on(n: usize, walks: u64) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let mut scenarios = load_dir(root.join("scenarios")).unwrap();
@@ -245,6 +245,24 @@ mod tests {
                 "name = \"{name}\"\ndesign = \"{design}\"\n[topology]\nmasters = {masters}\n\
                  [clients]\ncount = 2\n[timing]\nttl = 3\nwork = 1\nmax_step_delay = 1\n\
                  horizon = 7\n[faults]\n{faults}\n[expect]\nmutual_exclusion = \"holds\"\n\
+                 owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\n\
+                 resource_safety = \"holds\"\n"
+            );
+            scenarios
+                .push(crate::scenario::Scenario::parse(&text, format!("{name}.toml")).unwrap());
+        }
+        // A WAIT that blocks (no shipped scenario has a WAIT timeout), with faults that
+        // drop it or hold its reply.
+        for (name, faults) in [
+            ("wait-crash-restart", "crashes = 1\nrestarts = 1"),
+            ("wait-failover-pause", "failovers = 1\npauses = 1"),
+            ("wait-split-cut", "split_brains = 1\npartitions = 1"),
+        ] {
+            let text = format!(
+                "name = \"{name}\"\ndesign = \"lua-release\"\nwait_replicas = 1\n\
+                 [topology]\nmasters = 1\nreplicas = 1\n[clients]\ncount = 2\n[timing]\n\
+                 ttl = 5\nwork = 1\nmax_step_delay = 1\nhorizon = 8\nwait_timeout = 2\n\
+                 [faults]\n{faults}\n[expect]\nmutual_exclusion = \"holds\"\n\
                  owner_only_release = \"holds\"\nno_orphaned_lock = \"holds\"\n\
                  resource_safety = \"holds\"\n"
             );

@@ -9,7 +9,10 @@
 //! run past the bound meanwhile); a cut link or a dead node answers neither leg, and the
 //! running client's timeout fires ([`Action::Timeout`]), also for a command that ran.
 //! A crashed client's requests already sent still reach their nodes; their replies
-//! are read by nobody. Every interleaving is offered; the search
+//! are read by nobody. A `WAIT` with a timeout (`[timing] wait_timeout`) delivered short
+//! of replicas blocks on its node, with no reply and no leg the clock waits for, until a
+//! replica's catch-up ([`Action::Replicate`]) brings enough or the tick that ends its
+//! timeout answers it ([`Flight::wait`]). Every interleaving is offered; the search
 //! ([`crate::search`]) takes the answers a Redlock fan-out only records in one order,
 //! and overdue Redlock requests before steps that cannot touch them
 //! ([`crate::partial_order`]). Faults are actions the checker may choose at any point
@@ -112,6 +115,13 @@ impl LockModel {
         cfg.drift_ms = u64::from(scenario.timing.drift_allowance);
         cfg.fencing = scenario.fencing.enabled();
         cfg.wait_replicas = scenario.wait_replicas;
+        if scenario.timing.wait_timeout > 0 {
+            // In the machine's unit, the tick, as the ttl: `WAIT 1 2` blocks up to two
+            // ticks. A WAIT without a timeout keeps the configuration's own number,
+            // which the model does not read (it answers at the delivery), so that the
+            // scenarios written before the key kept their states and traces.
+            cfg.wait_timeout_ms = u64::from(scenario.timing.wait_timeout);
+        }
         if scenario.design == DesignId::Redlock {
             // Redlock's client contract: the holder takes the lock only with more
             // validity left than the scenario asks (by default its slowest critical
@@ -230,6 +240,9 @@ impl LockModel {
             let reachable = self.reachable(s, i, f, m);
             let m = client_index(m);
             match (&f.held, reachable) {
+                // A WAIT blocking on its node has no leg to deliver: it waits for a
+                // replica or its timeout (or, cut off, for its client's timeout).
+                (None, true) if f.blocked() => {}
                 (None, true) => out.push(Action::Deliver(ci, m)),
                 (Some(_), true) if c.running() => out.push(Action::Receive(ci, m)),
                 (_, false) if c.running() => out.push(Action::Timeout(ci, m)),
@@ -277,9 +290,13 @@ impl LockModel {
 
     /// Whether a request, a reply or a timeout is due: each leg is delivered within
     /// `max_step_delay` ticks; a reply (or a timeout) only to a running client.
+    ///
+    /// A `WAIT` blocking on its node is no leg: the tick does not wait for it (only for
+    /// its client's timeout, once its link is cut or its node gone).
     fn deliverable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
         let c = &s.clients[i];
         match (&f.held, self.reachable(s, i, f, m)) {
+            (None, true) if f.blocked() => false,
             (None, true) => true,
             _ => c.running(),
         }
@@ -327,7 +344,7 @@ impl LockModel {
         let split_off = s.split.as_ref().is_some_and(|sp| {
             sp.slot as usize == m && (f.node == sp.old) != (sp.moved & (1 << i) == 0)
         });
-        f.held.is_none() && cut && !split_off && s.nodes[f.node as usize].alive
+        f.undelivered() && cut && !split_off && s.nodes[f.node as usize].alive
     }
 
     /// The node client `i` reaches for master slot `m`: the serving one, except during a
@@ -340,13 +357,17 @@ impl LockModel {
     }
 
     /// Whether client `i`'s request on slot `m` can reach its node: the node is up, the
-    /// link is not cut, and no split brain puts the node on the other side.
+    /// link is not cut, and no split brain puts the node on the other side; and, for a
+    /// `WAIT` that blocked there, the node still has its connection.
     pub(crate) fn reachable(&self, s: &State, i: usize, f: &Flight, m: usize) -> bool {
         let c = &s.clients[i];
         let split_off = s.split.as_ref().is_some_and(|sp| {
             sp.slot as usize == m && (f.node == sp.old) != (sp.moved & (1 << i) == 0)
         });
-        s.nodes[f.node as usize].alive && c.cut & (1 << m) == 0 && !split_off
+        s.nodes[f.node as usize].alive
+            && c.cut & (1 << m) == 0
+            && !split_off
+            && f.wait != Flight::WAIT_LOST
     }
 
     /// Whether replica `n` may be promoted when its master fails, by the scenario's
@@ -453,6 +474,7 @@ impl LockModel {
             let clock = self.node_clock(s, n);
             s.nodes[n].data.expire(clock);
         }
+        self.time_out_waits(s);
         let work = self.scenario.timing.work;
         let since_renew_cap = self.since_renew_cap();
         for (i, c) in s.clients.iter_mut().enumerate() {
@@ -543,13 +565,7 @@ impl LockModel {
         late: bool,
     ) -> Reply {
         if let Command::Wait { .. } = command {
-            let data = &s.nodes[node].data;
-            let acks = s
-                .nodes
-                .iter()
-                .filter(|r| r.alive && r.replica_of == Some(client_index(node)) && &r.data == data)
-                .count();
-            return Reply::Int(i64::try_from(acks).expect("at most MAX_REPLICAS acks"));
+            return Self::acks(s, node);
         }
         let clock = self.node_clock(s, node);
         let before = self.counts_offsets().then(|| s.nodes[node].data.clone());
@@ -629,10 +645,102 @@ impl LockModel {
     }
 
     /// A node that died or restarted drops its connections: the requests given up on
-    /// that were on their way to it never arrive.
-    pub(crate) fn drop_strays_to(s: &mut State, node: u8) {
+    /// that were on their way to it never arrive, and a `WAIT` blocking there never
+    /// answers (its client times out).
+    pub(crate) fn drop_connections_to(s: &mut State, node: u8) {
         for c in &mut s.clients {
             c.core.strays.retain(|st| st.flight.node != node);
+            for f in c.core.flights.iter_mut().flatten() {
+                if f.blocked() && f.node == node {
+                    f.wait = Flight::WAIT_LOST;
+                }
+            }
+        }
+    }
+
+    /// What a `WAIT` to `node` answers: its replicas in sync with it, up and with the
+    /// same data.
+    fn acks(s: &State, node: usize) -> Reply {
+        let data = &s.nodes[node].data;
+        let acks = s
+            .nodes
+            .iter()
+            .filter(|r| r.alive && r.replica_of == Some(client_index(node)) && &r.data == data)
+            .count();
+        Reply::Int(i64::try_from(acks).expect("at most MAX_REPLICAS acks"))
+    }
+
+    /// Whether a request that answered `reply` blocks on its node instead: a `WAIT`
+    /// short of replicas, in a scenario that gives WAIT a timeout. `Some` of the
+    /// [`Flight::wait`] it starts with: its timeout's ticks, and the tick that ends the
+    /// last of them. (It was delivered somewhere in the current tick, so its timeout
+    /// ends somewhere in the tick `wait_timeout` ticks on; a replica's acknowledgement
+    /// anywhere in that tick may come before it.)
+    fn blocks(&self, command: &Command, reply: &Reply) -> Option<u16> {
+        let timeout = self.scenario.timing.wait_timeout;
+        match (command, reply) {
+            (Command::Wait { replicas, .. }, Reply::Int(acks))
+                if timeout > 0 && *acks < i64::from(*replicas) =>
+            {
+                Some(u16::try_from(timeout + 1).expect("wait_timeout is at most MAX_WAIT_TIMEOUT"))
+            }
+            _ => None,
+        }
+    }
+
+    /// The `WAIT` of `f` answers `reply`: the reply starts its leg back.
+    fn answer_wait(f: &mut Flight, reply: Reply) {
+        f.held = Some(reply);
+        f.wait = 0;
+        f.age = 0;
+    }
+
+    /// A replica of `master` caught up: every `WAIT` blocking there that now has the
+    /// replicas it waits for answers their number.
+    fn acknowledge_waits(&self, s: &mut State, master: usize) {
+        let acks = Self::acks(s, master);
+        for c in &mut s.clients {
+            for f in c.core.flights.iter_mut().flatten() {
+                let enough = match (&*f.command, &acks) {
+                    (Command::Wait { replicas, .. }, Reply::Int(n)) => *n >= i64::from(*replicas),
+                    _ => false,
+                };
+                if f.waiting() && usize::from(f.node) == master && enough {
+                    Self::answer_wait(f, acks.clone());
+                }
+            }
+        }
+    }
+
+    /// A tick passed: every `WAIT` blocking on its node has a tick less to wait, and one
+    /// whose timeout ran out answers the replicas in sync now, fewer than it waits for:
+    /// had that many acknowledged its writes, the acknowledgement that made them enough
+    /// would have answered it. (A replica can match its master without having
+    /// acknowledged anything: the lock key expired on both. Real Redis counts
+    /// acknowledgements, not copies, so such a replica does not count.)
+    fn time_out_waits(&self, s: &mut State) {
+        let mut timed_out = Vec::new();
+        for (i, c) in s.clients.iter_mut().enumerate() {
+            for (m, f) in c.core.flights.iter_mut().enumerate() {
+                if let Some(f) = f.as_mut().filter(|f| f.waiting()) {
+                    f.wait -= 1;
+                    if f.wait == 0 {
+                        timed_out.push((i, m, usize::from(f.node)));
+                    }
+                }
+            }
+        }
+        for (i, m, node) in timed_out {
+            let acks = Self::acks(s, node);
+            if let Some(f) = s.clients[i].core.flights[m].as_mut() {
+                let fewer = match (&*f.command, acks) {
+                    (Command::Wait { replicas, .. }, Reply::Int(n)) => {
+                        Reply::Int(n.min(i64::from(*replicas) - 1))
+                    }
+                    (_, acks) => acks,
+                };
+                Self::answer_wait(f, fewer);
+            }
         }
     }
 
@@ -756,13 +864,21 @@ impl LockModel {
                 if f.held.is_some() {
                     return None;
                 }
+                if f.blocked() {
+                    return None;
+                }
                 let reply = self.execute(s, i, m, f.node as usize, &f.command, false);
-                // The reply starts its own leg back to the client (if it still lives).
+                // The reply starts its own leg back to the client (if it still lives);
+                // a WAIT short of replicas blocks instead, if it has a timeout.
+                let blocks = self.blocks(&f.command, &reply);
                 s.clients[i].core.flights[m] = (s.clients[i].core.phase != Phase::Crashed)
-                    .then_some(Flight {
-                        held: Some(reply),
-                        age: 0,
-                        ..f
+                    .then_some(match blocks {
+                        Some(wait) => Flight { wait, age: 0, ..f },
+                        None => Flight {
+                            held: Some(reply),
+                            age: 0,
+                            ..f
+                        },
                     });
             }
             Action::Receive(c, m) => {
@@ -834,6 +950,8 @@ impl LockModel {
                 let master = s.nodes[n as usize].replica_of? as usize;
                 s.nodes[n as usize].data = s.nodes[master].data.clone();
                 s.nodes[n as usize].repl_offset = s.nodes[master].repl_offset;
+                // Its acknowledgement may be the one a WAIT there waits for.
+                self.acknowledge_waits(s, master);
             }
             Action::NodeDrift(n) => {
                 let node = &mut s.nodes[n as usize];

@@ -192,7 +192,7 @@ impl LockModel {
                 let overdue = s.clients.iter().enumerate().any(|(i, c)| {
                     c.core.flights[m]
                         .as_ref()
-                        .is_some_and(|f| f.held.is_none() && self.overdue(s, i, f, m))
+                        .is_some_and(|f| f.undelivered() && self.overdue(s, i, f, m))
                 });
                 overdue
                     .then(|| self.deliveries_closed(s, m, &mut quiet))
@@ -222,10 +222,10 @@ impl LockModel {
                 let undelivered = |k: usize| {
                     c.core.flights[k]
                         .as_ref()
-                        .is_some_and(|f| f.held.is_none() && self.reachable(s, i, f, k))
+                        .is_some_and(|f| f.undelivered() && self.reachable(s, i, f, k))
                 };
                 match &c.core.flights[j] {
-                    Some(f) if f.held.is_none() => {
+                    Some(f) if f.undelivered() => {
                         if !self.reachable(s, i, f, j) {
                             return None;
                         }
@@ -308,7 +308,7 @@ impl LockModel {
                 .any(|(_, e)| matches!(&e.value, Value::Str(v) if v.as_str() == token))
         };
         if !self.partial_order_applies()
-            || flight.held.is_some()
+            || !flight.undelivered()
             || !node.alive
             || args.first().is_none_or(|token| holds_token(token))
             || !self.in_last_release(client)

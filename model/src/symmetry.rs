@@ -412,6 +412,7 @@ fn swap_leaves_unchanged(s: &State, a: usize, b: usize) -> bool {
                     && x.command == y.command
                     && x.held == y.held
                     && x.age == y.age
+                    && x.wait == y.wait
             }
             _ => false,
         };
@@ -513,10 +514,15 @@ fn master_key(s: &State, m: usize) -> u64 {
         .clients
         .iter()
         .map(|c| {
-            let f = c.core.flights[m]
-                .as_ref()
-                .map(|f| (&f.command, &f.held, f.age));
-            token_blind_key(&(f, c.cut & (1 << m) != 0))
+            let flight = c.core.flights[m].as_ref();
+            let f = flight.map(|f| (&f.command, &f.held, f.age));
+            let cut = c.cut & (1 << m) != 0;
+            // A blocked WAIT's counter only when set, as the fingerprint hashes it (no
+            // scenario with symmetric masters sends WAIT, but the key stays whole).
+            match flight.map_or(0, |f| f.wait) {
+                0 => token_blind_key(&(f, cut)),
+                wait => token_blind_key(&(f, cut, wait)),
+            }
         })
         .fold(0u64, u64::wrapping_add);
     links.hash(&mut h);

@@ -25,6 +25,12 @@
 //! }
 //! ```
 //!
+//! A `WAIT` that blocks on its node (`[timing] wait_timeout`) has no reply at its
+//! delivery: that step says `"blocks": true`, and the step that answers it (a replica's
+//! `Replicate`, or the `Tick` that ends its timeout) lists it under `waits_answered`
+//! (`client`, `master`, `node`, `command`, `reply`). Both are left out where they do not
+//! apply, so that the traces of scenarios without a WAIT timeout read as before.
+//!
 //! `cause`, written once computed ([`crate::cause`]), lists what the violation needs:
 //! each fault kind (`[faults]` key) or `step_delays` without which the property holds,
 //! with whom a client fault struck in this trace (`holder`, `acquiring`, `waiting`,
@@ -146,6 +152,45 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// A `WAIT` that blocked on its node, answered by a step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WaitAnswered {
+    /// The client that sent it.
+    pub client: ClientId,
+    /// The master slot it was sent on.
+    pub master: MasterId,
+    /// The node it blocked on.
+    pub node: NodeId,
+    /// The command (`WAIT 1 2`).
+    pub command: String,
+    /// Its reply: the replicas that acknowledged (`(integer) 1`).
+    pub reply: String,
+}
+
+/// The `WAIT`s that blocked before step `action` and have their reply after it.
+fn waits_answered(action: Action, before: &State, after: &State) -> Vec<WaitAnswered> {
+    if !matches!(action, Action::Tick | Action::Replicate(_)) {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (c, (b, a)) in before.clients.iter().zip(&after.clients).enumerate() {
+        for (m, (fb, fa)) in b.core.flights.iter().zip(&a.core.flights).enumerate() {
+            if let (Some(fb), Some(fa)) = (fb, fa) {
+                if let (true, Some(reply)) = (fb.waiting(), &fa.held) {
+                    out.push(WaitAnswered {
+                        client: ClientId::at(c),
+                        master: MasterId::at(m),
+                        node: fa.node.into(),
+                        command: fa.command.to_string(),
+                        reply: reply.to_string(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
 /// One step of a trace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceStep {
@@ -166,6 +211,15 @@ pub struct TraceStep {
     /// The reply was executed but is held: the client is paused.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub held: bool,
+    /// The request delivered is a `WAIT` short of replicas that blocks on its node
+    /// (`timing.wait_timeout` above 0): no reply yet; a later step answers it
+    /// (`waits_answered`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub blocks: bool,
+    /// The `WAIT`s blocking on their nodes that this step answered: a replica caught
+    /// up (`Replicate`), or a timeout ran out (`Tick`). Each reply then travels back.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waits_answered: Vec<WaitAnswered>,
     /// The commands the executed script ran (`redis.call`), each with its reply:
     /// `"DEL lock -> (integer) 1"`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -374,7 +428,7 @@ fn new_flights(action: Action, before: &State, after: &State) -> Vec<Sent> {
         .filter_map(|(m, f)| {
             let f = f.as_ref()?;
             let is_new = if consumed == Some(m) {
-                f.held.is_none()
+                f.undelivered()
             } else {
                 b.core.flights.get(m).and_then(Option::as_ref) != Some(f)
             };
@@ -471,11 +525,15 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
         let flight = |c: u8, m: u8| state.clients[c as usize].core.flights[m as usize].clone();
         use Action::*;
         let mut script_calls = Vec::new();
+        let mut blocks = false;
         let (command, reply, held) = match action {
             Deliver(c, m) => {
                 let (reply, calls) = delivered_reply(model, &state, c, m);
                 script_calls = calls;
-                let held = !state.clients[c as usize].running();
+                blocks = next.clients[c as usize].core.flights[m as usize]
+                    .as_ref()
+                    .is_some_and(|f| f.blocked());
+                let held = !state.clients[c as usize].running() && !blocks;
                 (flight(c, m).map(|f| f.command.to_string()), reply, held)
             }
             Receive(c, m) => {
@@ -511,6 +569,8 @@ pub fn build(model: &LockModel, property: Property, actions: &[Action]) -> Trace
             command,
             reply,
             held,
+            blocks,
+            waits_answered: waits_answered(action, &state, &next),
             script_calls,
             sent,
             after: snapshot(model, &next),
@@ -597,9 +657,19 @@ impl Trace {
                     Some(r) if step.held => format!(" -> {r} (held: client paused)"),
                     Some(r) => format!(" -> {r}"),
                     None if told == Told::Timeout => " -> no answer".to_string(),
+                    None if step.blocks => {
+                        " -> blocks: fewer replicas in sync than it waits for".to_string()
+                    }
                     None => String::new(),
                 };
                 let _ = writeln!(out, "            {command}{reply}");
+            }
+            for w in &step.waits_answered {
+                let _ = writeln!(
+                    out,
+                    "            {}'s {} on {} answers -> {}",
+                    w.client, w.command, w.node, w.reply
+                );
             }
             for call in &step.script_calls {
                 let _ = writeln!(out, "              runs {call}");

@@ -277,3 +277,61 @@ fn large_budgets_and_jumps_add_up() {
     });
     assert!(r.counterexample(Property::MutualExclusion).is_some());
 }
+
+/// `timing.wait_timeout`, the ticks a WAIT may block: a WAIT whose timeout cannot run
+/// out within the horizon reads the same whatever the timeout's size (the same states,
+/// the same verdicts: 255 is not a timeout of 0 or 1), one that can run out within it
+/// does not, and 256 and beyond are refused, not narrowed.
+#[test]
+fn wait_timeout_is_honoured_across_its_range() {
+    let at = |timeout: u64| {
+        Scenario::parse(
+            &text(&Numbers {
+                ttl: 6,
+                work: 1,
+                horizon: 6,
+                ..BASE
+            })
+            .replace("design =", "wait_replicas = 1\ndesign =")
+            .replace("[clients]", "[topology]\nreplicas = 1\n[clients]")
+            .replace(
+                "clock_jump =",
+                &format!("wait_timeout = {timeout}\nclock_jump ="),
+            ),
+            "ranges.toml",
+        )
+    };
+    let search = |timeout: u64| {
+        let sc = at(timeout).expect("wait_timeout in range");
+        let opts = SearchOptions {
+            threads: 1,
+            max_depth: None,
+            ..SearchOptions::default()
+        };
+        search(&LockModel::new(&sc), &opts, |_| {})
+    };
+    // Delivered at tick 0 at the earliest, a WAIT of 6 ticks or more answers after tick
+    // 6, the horizon: it only ever blocks, or answers a replica.
+    let never = search(6);
+    assert!(never.purchased);
+    for timeout in [7, 127, 128, 200, 255] {
+        let r = search(timeout);
+        assert_eq!(
+            r.unique_states, never.unique_states,
+            "wait_timeout = {timeout}"
+        );
+        assert_eq!(verdicts(&r), verdicts(&never), "wait_timeout = {timeout}");
+    }
+    for timeout in [0, 1, 5] {
+        assert_ne!(
+            search(timeout).unique_states,
+            never.unique_states,
+            "wait_timeout = {timeout} runs out within the horizon"
+        );
+    }
+    for timeout in [256, 257, 1000, u64::from(u32::MAX)] {
+        let e = at(timeout).expect_err("wait_timeout out of range");
+        assert_eq!(e.key(), Some("timing.wait_timeout"), "{e}");
+        assert!(e.to_string().contains("0..=255"), "{e}");
+    }
+}

@@ -496,3 +496,69 @@ fn deliveries_of_a_last_operation_change_only_their_client() {
     eprintln!("{taken} deliveries of a last operation checked");
     assert!(taken > 1000, "{taken} deliveries of a last operation");
 }
+
+/// Scenarios whose WAIT blocks (`timing.wait_timeout`; no shipped file has one): the
+/// lease it eats into, and faults that drop a blocked WAIT or hold its reply (a crash, a
+/// restart, a failover, a pause, a cut link and a lost reply under a watchdog, a split
+/// brain whose redirect drops it). A plain search of each stays under a million states.
+fn blocking_waits() -> Vec<Scenario> {
+    let scenario = |name: &str, design: &str, body: &str, faults: &str| {
+        let text = format!(
+            "name = \"{name}\"\ndesign = \"{design}\"\nwait_replicas = 1\n[topology]\n\
+             masters = 1\nreplicas = 1\n[clients]\ncount = 2\n{body}\nwork = 1\n\
+             max_step_delay = 1\n[faults]\n{faults}\n[expect]\n\
+             mutual_exclusion = \"holds\"\nowner_only_release = \"holds\"\n\
+             no_orphaned_lock = \"holds\"\nresource_safety = \"holds\"\n"
+        );
+        Scenario::parse(&text, format!("{name}.toml")).expect("the scenario parses")
+    };
+    let short = |timeout: u32, horizon: u32| {
+        format!("attempts = 1\n[timing]\nttl = 5\nwait_timeout = {timeout}\nhorizon = {horizon}")
+    };
+    vec![
+        scenario(
+            "wait-lease",
+            "lua-release",
+            "[timing]\nttl = 7\nwait_timeout = 1\nhorizon = 12",
+            "",
+        ),
+        scenario(
+            "wait-crash-restart",
+            "lua-release",
+            &short(2, 8),
+            "crashes = 1\nrestarts = 1",
+        ),
+        scenario(
+            "wait-failover-pause",
+            "lua-release",
+            &short(1, 8),
+            "failovers = 1\npauses = 1",
+        ),
+        scenario(
+            "wait-watchdog-cut",
+            "watchdog",
+            &short(2, 8),
+            "partitions = 1\nlost_replies = 1",
+        ),
+        scenario(
+            "wait-split-cut",
+            "lua-release",
+            &short(1, 7),
+            "split_brains = 1\npartitions = 1",
+        ),
+    ]
+}
+
+/// Every reduction together against none at all where a WAIT blocks: a blocked WAIT's
+/// counter is kept by forgetting, hashed by the fingerprint and the symmetry keys, and
+/// read by the reductions as no request still to deliver; the same verdicts, lengths and
+/// coverage.
+#[test]
+fn all_reductions_keep_what_the_plain_search_finds_where_a_wait_blocks() {
+    for sc in blocking_waits() {
+        let with = run(&sc, &SearchOptions::default());
+        let plain = run(&sc, &SearchOptions::plain());
+        assert!(with.purchased, "{}", sc.name);
+        agree(&sc.name, &with, &plain);
+    }
+}

@@ -83,7 +83,8 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             with("ttl", "tll = 4"),
             Some(Unknown),
             "scenarios/golden.toml:12: key `timing.tll`: unknown key; valid keys in [timing]: \
-             ttl, work, max_step_delay, horizon, tick_ms, clock_jump, node_drift, drift_allowance, min_validity",
+             ttl, work, max_step_delay, horizon, tick_ms, clock_jump, node_drift, drift_allowance, min_validity, \
+             wait_timeout",
         ),
         // An unknown key anywhere beats a mistake earlier in the file.
         (
@@ -232,6 +233,19 @@ fn cases() -> Vec<(String, Option<KeyErrorKind>, &'static str)> {
             Some(InvalidValue),
             "scenarios/golden.toml:4: key `wait_replicas`: cannot wait for 2 replicas when \
              topology.replicas = 1",
+        ),
+        (
+            with("horizon", "horizon = 10\nwait_timeout = 2"),
+            Some(InvalidValue),
+            "scenarios/golden.toml:16: key `timing.wait_timeout`: a WAIT timeout of 2 ticks, \
+             but wait_replicas = 0 sends no WAIT; set wait_replicas or remove wait_timeout",
+        ),
+        (
+            with("fencing", "fencing = false\nwait_replicas = 1")
+                .replace("horizon = 10", "horizon = 10\nwait_timeout = 256"),
+            Some(InvalidValue),
+            "scenarios/golden.toml:17: key `timing.wait_timeout`: must be at most 255 (got 256); \
+             accepted range 0..=255 ticks",
         ),
         (
             with("horizon", "horizon = 10\ndrift_allowance = 1"),

@@ -675,3 +675,208 @@ fn coverage_counts_only_what_strikes_a_hold() {
     );
     assert!(!model.lease_lost(s, 0), "its own DEL ran: no lease lost");
 }
+
+/// One client of lua-release with `WAIT 1`, one replica and a WAIT timeout of `timeout`
+/// ticks.
+fn waiting_client(timeout: u32) -> Scenario {
+    let extra = format!("wait_timeout = {timeout}\n[topology]\nmasters = 1\nreplicas = 1");
+    parse(
+        &text("lua-release", 7, 1, 12, &extra)
+            .replace("count = 2", "count = 1")
+            .replace("design = ", "wait_replicas = 1\ndesign = "),
+    )
+}
+
+/// The steps offered from the last state of `states`.
+fn offered(model: &LockModel, states: &[locklab_model::state::State]) -> Vec<Action> {
+    let mut out = Vec::new();
+    stateright::Model::actions(model, states.last().unwrap(), &mut out);
+    out
+}
+
+/// Real Redis's `WAIT 1 T` blocks until a replica has acknowledged the writes so far, or
+/// until T ms pass, and answers how many did. With `timing.wait_timeout` the model's
+/// WAIT does the same in ticks: delivered while the replica lags, it blocks (no reply, no
+/// leg the clock waits for); the replica catching up within the timeout answers it 1 —
+/// also in the tick its timeout ends in, which began part way through the tick the WAIT
+/// was delivered in — and otherwise the tick that ends the timeout answers it 0.
+#[test]
+fn a_blocked_wait_answers_when_a_replica_catches_up_or_at_its_timeout() {
+    use locklab::Reply;
+    use Action::*;
+    let sc = waiting_client(1);
+    let model = LockModel::new(&sc);
+    let sent = [Acquire(0), Deliver(0, 0), Receive(0, 0), Deliver(0, 0)];
+    let blocked = offered_path(&model, &sent).expect("the SET, its reply, the WAIT");
+    let wait = blocked.last().unwrap().clients[0].core.flights[0]
+        .clone()
+        .expect("the WAIT is out");
+    assert_eq!(wait.command.to_string(), "WAIT 1 1", "its timeout in ticks");
+    assert!(wait.blocked() && wait.held.is_none(), "{wait:?}");
+    let now = offered(&model, &blocked);
+    assert!(!now.contains(&Receive(0, 0)) && !now.contains(&Deliver(0, 0)));
+    assert!(now.contains(&Tick) && now.contains(&Replicate(1)));
+
+    // The replica catches up a tick later, before the timeout ends: 1.
+    let caught_up = [&sent[..], &[Tick, Replicate(1)]].concat();
+    let states = offered_path(&model, &caught_up).expect("a tick, then the replica");
+    let answered = states.last().unwrap().clients[0].core.flights[0].clone();
+    assert_eq!(
+        answered.as_ref().and_then(|f| f.held.clone()),
+        Some(Reply::Int(1))
+    );
+    assert!(answered.is_some_and(|f| !f.blocked() && f.age == 0));
+    let granted = offered_path(&model, &[&caught_up[..], &[Receive(0, 0)]].concat())
+        .expect("the client reads the WAIT's answer");
+    assert!(granted.last().unwrap().clients[0].holding());
+
+    // No replica by the tick that ends the timeout: 0, and the acquire fails.
+    let timed_out = [&sent[..], &[Tick, Tick]].concat();
+    let states = offered_path(&model, &timed_out).expect("the clock does not wait for it");
+    let answer = states.last().unwrap().clients[0].core.flights[0].clone();
+    assert_eq!(answer.and_then(|f| f.held), Some(Reply::Int(0)));
+    let late = offered_path(&model, &[&timed_out[..], &[Replicate(1)]].concat()).unwrap();
+    assert_eq!(
+        late.last().unwrap().clients[0].core.flights[0]
+            .clone()
+            .and_then(|f| f.held),
+        Some(Reply::Int(0)),
+        "a replica after the timeout changes nothing"
+    );
+    let refused = offered_path(&model, &[&timed_out[..], &[Receive(0, 0)]].concat()).unwrap();
+    assert!(!refused.last().unwrap().clients[0].holding());
+
+    // A replica in sync before the WAIT: it answers at its delivery, as without a
+    // timeout.
+    let in_sync = [
+        Acquire(0),
+        Deliver(0, 0),
+        Replicate(1),
+        Receive(0, 0),
+        Deliver(0, 0),
+    ];
+    let states = offered_path(&model, &in_sync).unwrap();
+    let f = states.last().unwrap().clients[0].core.flights[0]
+        .clone()
+        .unwrap();
+    assert_eq!((f.blocked(), f.held), (false, Some(Reply::Int(1))));
+
+    // Without a timeout the WAIT answers at its delivery: 0, the replica lagging.
+    let model = LockModel::new(&waiting_client(0));
+    let states = offered_path(&model, &sent).unwrap();
+    let f = states.last().unwrap().clients[0].core.flights[0]
+        .clone()
+        .unwrap();
+    assert_eq!((f.blocked(), f.held), (false, Some(Reply::Int(0))));
+}
+
+/// A WAIT that runs out of time answers fewer replicas than it waits for: real Redis
+/// counts acknowledgements of the WAIT's writes, and one that came would have answered
+/// it. So a replica whose copy matches the master only because the lock key expired on
+/// both (it never had the key) does not count at the timeout.
+#[test]
+fn a_timed_out_wait_counts_no_replica_that_acknowledged_nothing() {
+    use locklab::Reply;
+    use Action::*;
+    let model = LockModel::new(&waiting_client(8));
+    let mut path = vec![Acquire(0), Deliver(0, 0), Receive(0, 0), Deliver(0, 0)];
+    path.extend([Tick; 9]);
+    let states = offered_path(&model, &path).expect("nine ticks: the clock waits for nothing");
+    let last = states.last().unwrap();
+    assert!(
+        last.nodes.iter().all(|n| n.data.entry("lock").is_none()),
+        "expired"
+    );
+    assert_eq!(last.nodes[0].data, last.nodes[1].data, "the copies match");
+    let answer = last.clients[0].core.flights[0].clone().and_then(|f| f.held);
+    assert_eq!(answer, Some(Reply::Int(0)));
+    assert!(states[states.len() - 2].clients[0].core.flights[0]
+        .as_ref()
+        .is_some_and(|f| f.blocked()));
+}
+
+/// A blocked WAIT goes as any request goes: a crash of its client drops it, and a node
+/// that restarts or dies (a failover) drops the connection it blocks on, so that only its
+/// client's timeout answers it, within the step bound.
+#[test]
+fn a_blocked_wait_goes_with_its_connection() {
+    use Action::*;
+    let extra = "wait_timeout = 3\n[topology]\nmasters = 1\nreplicas = 1\n\
+                 [faults]\ncrashes = 1\nrestarts = 1\nfailovers = 1";
+    let sc = parse(
+        &text("lua-release", 7, 1, 12, extra)
+            .replace("count = 2", "count = 1")
+            .replace("design = ", "wait_replicas = 1\ndesign = "),
+    );
+    let model = LockModel::new(&sc);
+    let sent = [Acquire(0), Deliver(0, 0), Receive(0, 0), Deliver(0, 0)];
+    let crashed = offered_path(&model, &[&sent[..], &[Crash(0)]].concat()).unwrap();
+    assert!(crashed.last().unwrap().clients[0].core.flights[0].is_none());
+    for fault in [Restart(0), Failover(0, 1)] {
+        let states = offered_path(&model, &[&sent[..], &[fault]].concat()).unwrap();
+        let f = states.last().unwrap().clients[0].core.flights[0]
+            .clone()
+            .unwrap();
+        assert_eq!(f.wait, locklab_model::state::Flight::WAIT_LOST, "{fault:?}");
+        let now = offered(&model, &states);
+        assert!(now.contains(&Timeout(0, 0)), "{fault:?}: {now:?}");
+        assert!(!now.contains(&Receive(0, 0)), "{fault:?}");
+        let aged = offered_path(&model, &[&sent[..], &[fault, Tick]].concat()).unwrap();
+        assert!(
+            !offered(&model, &aged).contains(&Tick),
+            "{fault:?}: the overdue timeout holds the clock"
+        );
+    }
+}
+
+/// lua-release with `WAIT 1`, one replica, a 7-tick lease, `work = 1` and
+/// `max_step_delay = 1`, no faults. From the world first: real Redis's `WAIT 1 100` at
+/// 100 ms ticks, sent late in a tick, is answered by a replica that acknowledges 99 ms
+/// later, in the next tick; the grant then comes a tick after a WAIT answered at once,
+/// and the lease that covered the slowest critical section by a tick (with a 6-tick
+/// lease step delays alone break it) no longer does: a second client takes the expired
+/// key while the first has not written. With `wait_timeout = 0` (the WAIT answers at its
+/// delivery) it holds; with a one-tick timeout mutual exclusion breaks, by a WAIT that
+/// blocked and a replica that answered it a tick later; a tick more of lease covers that
+/// tick again.
+#[test]
+fn a_wait_that_blocks_a_tick_eats_into_the_lease() {
+    let verdict = |ttl: u32, timeout: u32| {
+        let extra = format!("wait_timeout = {timeout}\n[topology]\nmasters = 1\nreplicas = 1");
+        let sc = parse(
+            &text("lua-release", ttl, 1, 16, &extra)
+                .replace("design = ", "wait_replicas = 1\ndesign = "),
+        );
+        let r = check(&sc);
+        assert!(r.purchased, "ttl {ttl}, wait_timeout {timeout}");
+        (sc, r)
+    };
+    let (_, calm) = verdict(7, 0);
+    assert!(calm.counterexample(Property::MutualExclusion).is_none());
+    let (sc, blocking) = verdict(7, 1);
+    let path = blocking
+        .counterexample(Property::MutualExclusion)
+        .expect("a WAIT answered a tick late breaks the 7-tick lease");
+    // The break needs the WAIT to block and a replica to answer it a tick later.
+    let model = LockModel::new(&sc);
+    let trace = locklab_model::trace::build(&model, Property::MutualExclusion, path);
+    assert_eq!(trace.steps.len(), path.len());
+    assert!(trace.steps.iter().any(|s| s.blocks));
+    let answer = trace
+        .steps
+        .iter()
+        .position(|s| s.waits_answered.iter().any(|w| w.reply == "(integer) 1"))
+        .expect("a replica's catch-up answers the blocked WAIT");
+    assert!(matches!(trace.actions[answer], Action::Replicate(_)));
+    let delivered = trace.steps.iter().position(|s| s.blocks).unwrap();
+    assert_eq!(
+        trace.steps[answer].after.clock,
+        trace.steps[delivered].after.clock + 1,
+        "answered in the tick after its delivery"
+    );
+    let told = trace.narrate();
+    assert!(told.contains("WAIT 1 1 -> blocks"), "{told}");
+    assert!(told.contains("answers -> (integer) 1"), "{told}");
+    let (_, longer) = verdict(8, 1);
+    assert!(longer.counterexample(Property::MutualExclusion).is_none());
+}

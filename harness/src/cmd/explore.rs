@@ -14,7 +14,7 @@ use std::sync::Arc;
 use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::model::{Action, LockModel};
 use locklab_model::scenario::Property;
-use locklab_model::state::State;
+use locklab_model::state::{Flight, State};
 use locklab_model::trace;
 use stateright::{Model, Path, Property as SrProperty};
 
@@ -83,6 +83,12 @@ impl fmt::Debug for Shown {
                 let Some(flight) = flight else { continue };
                 let held = match &flight.held {
                     Some(reply) => format!(", reply {reply} held"),
+                    None if flight.wait == Flight::WAIT_LOST => {
+                        ", blocked; its connection is gone".to_string()
+                    }
+                    None if flight.blocked() => {
+                        format!(", blocked ({} ticks to its answer at most)", flight.wait)
+                    }
                     None => String::new(),
                 };
                 writeln!(

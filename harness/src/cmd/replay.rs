@@ -237,6 +237,35 @@ async fn replay_one(job: &Job, tick_ms: u64) -> Result<Outcome, Failure> {
             // On error the run is dropped here, which removes its containers.
             Err(e) => return Err(Failure::Environment(format!("{}: {e}", job.path.display()))),
         }
+        let answered = job
+            .trace
+            .steps
+            .get(i)
+            .map_or(&[][..], |s| s.waits_answered.as_slice());
+        if !answered.is_empty() {
+            // WAITs that blocked and that the model answers at this step: Redis must
+            // have answered them by its end, the same.
+            let real: Vec<Option<String>> = run.history().entries[before..]
+                .iter()
+                .filter_map(|e| match &e.event {
+                    Event::Command { command, reply, .. } if command.starts_with("WAIT ") => {
+                        Some(reply.clone())
+                    }
+                    _ => None,
+                })
+                .collect();
+            for (k, w) in answered.iter().enumerate() {
+                let real = real.get(k).cloned().flatten();
+                if real.as_deref() != Some(w.reply.as_str()) {
+                    diverged.push(Divergence {
+                        step: i + 1,
+                        action: format!("{action}: {}'s {}", w.client, w.command),
+                        model: Some(w.reply.clone()),
+                        real,
+                    });
+                }
+            }
+        }
         if let Action::Deliver(..) | Action::Timeout(..) = action {
             let real = run.history().entries[before..]
                 .iter()

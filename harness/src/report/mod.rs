@@ -130,7 +130,7 @@ fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
         .map(|(kind, &n)| kind.counted(n))
         .collect();
     let t = &s.timing;
-    vec![
+    let mut rows = vec![
         ("design", s.design.as_str().to_string()),
         ("scenario file", s.path.display().to_string()),
         (
@@ -171,7 +171,12 @@ fn settings(s: &Scenario) -> Vec<(&'static str, String)> {
         ),
         ("fencing", fencing.to_string()),
         ("wait_replicas", s.wait_replicas.to_string()),
-    ]
+    ];
+    // The WAIT's timeout only where it has one: a page without it reads as before.
+    if t.wait_timeout > 0 {
+        rows.push(("wait_timeout", format!("{} tick(s)", t.wait_timeout)));
+    }
+    rows
 }
 
 /// The page of one checked scenario; `reports` holds the replay files.

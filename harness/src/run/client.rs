@@ -7,8 +7,13 @@
 //! (the model's message delay is a held request); the reply Redis gives waits in the
 //! flight until the run's reply step (the model's reply leg), and while the gate is
 //! paused until the client resumes (Kleppmann's "replies sit in the kernel buffer"); a
-//! paused client takes no step of its own.
+//! paused client takes no step of its own. A `WAIT` that blocks on Redis (the scenario
+//! gives it a timeout, and its replicas lag) is sent on the client's own connection by
+//! a task of its own ([`Client::send_wait`]), so that the run goes on to the steps that
+//! let it answer (a replica catching up, the ticks of its timeout); its answer is taken
+//! at the step the model answers it ([`Client::wait_answer`]).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use locklab::driver::{Node as Link, NodeTimeouts, PauseGate};
@@ -30,9 +35,53 @@ pub struct Client {
     pub core: ClientCore,
     pub gate: PauseGate,
     /// Per master slot: the connection (through the link proxy).
-    links: Vec<Link>,
+    links: Vec<Arc<Link>>,
+    /// Per master slot: a `WAIT` sent that blocks on Redis, until the step that reads
+    /// its answer (the slot's flight has its `wait` set meanwhile).
+    waits: Vec<Option<PendingWait>>,
     /// Offset of the client's clock from the run's clock, in ms.
     pub clock_offset: Millis,
+}
+
+/// A `WAIT` sent on a client's connection that had not answered when its delivery
+/// step ended.
+pub struct PendingWait {
+    /// The command as sent, with the timeout the run gave it.
+    pub command: Command,
+    /// The run's tick at whose start the model's timeout answers it.
+    pub due: u32,
+    /// Redis' answer, while it is awaited.
+    task: Option<tokio::task::JoinHandle<Result<Reply, String>>>,
+    /// Redis' answer, once taken.
+    answer: Option<Result<Reply, String>>,
+}
+
+impl PendingWait {
+    /// Whether Redis has answered (or the connection failed).
+    pub fn finished(&self) -> bool {
+        self.answer.is_some() || self.task.as_ref().is_some_and(|t| t.is_finished())
+    }
+
+    /// Redis' answer, waiting for it.
+    async fn answer(&mut self) -> Result<Reply, String> {
+        if let Some(task) = self.task.take() {
+            self.answer = Some(match task.await {
+                Ok(answer) => answer,
+                Err(e) => Err(format!("the WAIT's task ended: {e}")),
+            });
+        }
+        self.answer
+            .clone()
+            .unwrap_or_else(|| Err("no WAIT was sent".into()))
+    }
+}
+
+impl Drop for PendingWait {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -56,12 +105,13 @@ impl Client {
         let links = urls
             .iter()
             .enumerate()
-            .map(|(m, u)| Link::new(m, u, LINK_TIMEOUTS))
+            .map(|(m, u)| Link::new(m, u, LINK_TIMEOUTS).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Client {
             index,
             core: ClientCore::new(cfg, attempts, urls.len()),
             gate: PauseGate::new(),
+            waits: urls.iter().map(|_| None).collect(),
             links,
             clock_offset: 0,
         })
@@ -80,7 +130,7 @@ impl Client {
 
     /// Reconnect slot `m` (after a failover or restart behind its proxy).
     pub fn reconnect(&mut self, m: usize, url: &str) -> Result<(), locklab::driver::LockError> {
-        self.links[m] = Link::new(m, url, LINK_TIMEOUTS)?;
+        self.links[m] = Arc::new(Link::new(m, url, LINK_TIMEOUTS)?);
         Ok(())
     }
 
@@ -90,15 +140,17 @@ impl Client {
         self.gate.resume();
         // A request already sent still reaches Redis (the run delivers it over a fresh
         // connection); a reply has nobody to read it.
+        // A WAIT blocking on Redis goes with the connection.
         for f in &mut self.core.flights {
-            if f.as_ref().is_some_and(|f| f.held.is_some()) {
+            if f.as_ref().is_some_and(|f| f.held.is_some() || f.blocked()) {
                 *f = None;
             }
         }
+        self.waits.iter_mut().for_each(|w| *w = None);
         self.core.machine.reset(cfg);
         for (m, u) in urls.iter().enumerate() {
             if let Ok(l) = Link::new(m, u, LINK_TIMEOUTS) {
-                self.links[m] = l;
+                self.links[m] = Arc::new(l);
             }
         }
     }
@@ -111,6 +163,72 @@ impl Client {
             .await
             .map_err(|e| e.to_string());
         Some((Command::clone(&f.command), answer))
+    }
+
+    /// Send `command`, the `WAIT` of slot `m`, on the slot's connection (the one its
+    /// writes went over: `WAIT` counts the replicas that have those) by a task of its
+    /// own (the slot's flight then carries it as sent, with the timeout the run gave it),
+    /// and wait up to `quick` for the answer. `Ok` with Redis' answer when it came
+    /// in time; `Err(())` when the `WAIT` blocks: it stays on the slot until its answer
+    /// is taken ([`Client::wait_answer`]) at tick `due` at the latest, and the flight's
+    /// `wait` is set meanwhile.
+    pub async fn send_wait(
+        &mut self,
+        m: usize,
+        command: Command,
+        due: u32,
+        quick: Duration,
+    ) -> Result<Result<Reply, String>, ()> {
+        // The flight carries the command as sent, timeout included.
+        if let Some(f) = self.core.flights[m].as_mut() {
+            f.command = Arc::new(command.clone());
+        }
+        let link = Arc::clone(&self.links[m]);
+        let sent = command.clone();
+        let mut task =
+            tokio::spawn(async move { link.execute(&sent).await.map_err(|e| e.to_string()) });
+        if let Ok(done) = tokio::time::timeout(quick, &mut task).await {
+            return Ok(done.unwrap_or_else(|e| Err(format!("the WAIT's task ended: {e}"))));
+        }
+        self.waits[m] = Some(PendingWait {
+            command,
+            due,
+            task: Some(task),
+            answer: None,
+        });
+        if let Some(f) = self.core.flights[m].as_mut() {
+            f.wait = 1;
+        }
+        Err(())
+    }
+
+    /// The `WAIT` blocking on slot `m`, if there is one.
+    pub fn pending_wait(&self, m: usize) -> Option<&PendingWait> {
+        self.waits[m].as_ref()
+    }
+
+    /// Redis' answer to the `WAIT` blocking on slot `m`, waiting for it; the slot's
+    /// flight then holds it as the reply on its way back (an answer that failed leaves
+    /// the flight without one). `None` when no `WAIT` blocks there.
+    pub async fn wait_answer(&mut self, m: usize) -> Option<(Command, Result<Reply, String>)> {
+        let mut pending = self.waits[m].take()?;
+        let answer = pending.answer().await;
+        if let Some(f) = self.core.flights[m].as_mut() {
+            f.wait = 0;
+            if let Ok(reply) = &answer {
+                f.held = Some(reply.clone());
+            }
+        }
+        Some((pending.command.clone(), answer))
+    }
+
+    /// The `WAIT` blocking on slot `m` is given up on (its client timed out): its task
+    /// is stopped and the slot is free.
+    pub fn drop_wait(&mut self, m: usize) {
+        self.waits[m] = None;
+        if let Some(f) = self.core.flights[m].as_mut() {
+            f.wait = 0;
+        }
     }
 
     /// Put a machine step into effect through the client program (the model's): record

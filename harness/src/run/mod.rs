@@ -10,7 +10,10 @@
 //! delivery sends the request to Redis and keeps the reply for the reply step (the
 //! model's reply leg: `Receive` hands it to the machine; a crashed client's request is
 //! still sent, its reply read by nobody; a lost reply is withheld and the machine sees a
-//! timeout, [`LOST_REPLY_EMULATION`]), a tick lets `tick_ms` of real time pass, a fault
+//! timeout, [`LOST_REPLY_EMULATION`]; a `WAIT` that blocks on Redis is sent by a task
+//! of its own and answered by the replica's catch-up or at the tick that ends its
+//! timeout, docs/ARCHITECTURE.md "A WAIT that blocks, for real"), a tick lets `tick_ms`
+//! of real time pass, a fault
 //! happens to a container, a proxy or a clock. Everything is recorded in a [`history::History`] that [`checker::check`]
 //! judges for the model's four properties, and in a printable [`TimelineEntry`] list.
 //!
@@ -160,9 +163,37 @@ pub fn lock_config(scenario: &Scenario, tick_ms: u64) -> LockConfig {
     cfg.renew_every = cfg.renew_every.map(|ticks| ticks * tick_ms);
     cfg.drift_ms = u64::from(scenario.timing.drift_allowance) * tick_ms;
     cfg.min_validity = cfg.min_validity.saturating_mul(tick_ms);
-    // WAIT must not outlast a tick: the model answers it within one step.
-    cfg.wait_timeout_ms = (tick_ms / 5).max(5);
+    cfg.wait_timeout_ms = wait_timeout_ms(scenario, tick_ms);
     cfg
+}
+
+/// The `WAIT` timeout of a real client of `scenario`, in ms: its `timing.wait_timeout`
+/// ticks; without one a fifth of a tick (at least 5 ms), so that a `WAIT` answers within
+/// the step the model answers it in. (The run engine sends each blocking `WAIT` with
+/// the timeout that ends where the model's does: [`Run::step`].)
+pub fn wait_timeout_ms(scenario: &Scenario, tick_ms: u64) -> u64 {
+    match scenario.timing.wait_timeout {
+        0 => (tick_ms / 5).max(5),
+        ticks => u64::from(ticks).saturating_mul(tick_ms),
+    }
+}
+
+/// What ended a `WAIT` that blocked on Redis, as the timeline says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum WaitEnd {
+    /// A replica's catch-up: its acknowledgement.
+    Replicated,
+    /// The tick at which its timeout ran out.
+    TimedOut,
+    /// Taken when its client reads (or loses) it.
+    Read,
+}
+
+/// How long a delivery waits for a `WAIT` to answer before taking it as blocked (an
+/// answer from replicas already in sync takes a round trip), and how long a replica's
+/// catch-up waits for the `WAIT`s it answers.
+fn quick_wait(tick_ms: u64) -> Duration {
+    Duration::from_millis((tick_ms / 20).clamp(2, 10))
 }
 
 /// One real run of a scenario.
@@ -477,6 +508,7 @@ impl Run {
             }
             Action::Receive(c, m) => {
                 let (c, m) = (c as usize, m as usize);
+                self.take_wait(c, m, WaitEnd::Read).await;
                 let f = self.clients[c].core.flights[m]
                     .clone()
                     .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
@@ -523,6 +555,9 @@ impl Run {
                 }
                 self.record(Event::Fault { what: what.clone() });
                 self.line(node_name(n), format!("replicates: {what}"), None);
+                // Its acknowledgement may answer a WAIT blocking on the node it copied.
+                let upstream = self.nemesis.upstream(n);
+                self.take_waits_answered(upstream).await;
             }
             Action::Pause(_)
             | Action::Resume(_)
@@ -538,6 +573,7 @@ impl Run {
             | Action::ClientClockJump(_) => self.strike(step, action, &serving).await?,
             Action::LoseReply(c, m) => {
                 let (c, m) = (c as usize, m as usize);
+                self.take_wait(c, m, WaitEnd::Read).await;
                 let reply = self.clients[c].core.flights[m]
                     .as_ref()
                     .and_then(|f| f.held.clone())
@@ -703,6 +739,124 @@ impl Run {
         let tick = self.tick;
         self.record(Event::Tick { tick });
         self.line("clock".into(), format!("tick {tick}"), None);
+        // The WAITs whose timeout the model ends at this tick: each was sent with the
+        // timeout that runs out just here, so that a replica that catches up before it
+        // counts and one after it does not; their answers are taken before any step of
+        // the new tick.
+        for c in 0..self.clients.len() {
+            for m in 0..self.clients[c].core.flights.len() {
+                let due = self.clients[c].pending_wait(m).map(|w| w.due);
+                if due.is_some_and(|due| due <= tick) {
+                    self.take_wait(c, m, WaitEnd::TimedOut).await;
+                }
+            }
+        }
+    }
+
+    /// The `WAIT` of client `c` at this delivery, with the timeout that ends where the
+    /// model's does: the model answers a `WAIT` that blocks at the tick that ends the
+    /// last of its `wait_timeout` ticks, counting from the tick after its delivery
+    /// (it was delivered somewhere in its tick, so its timeout ends somewhere in that
+    /// last tick, and a replica's acknowledgement anywhere in it may come first). So the
+    /// real timeout is `wait_timeout × tick_ms` plus what is left of the current tick,
+    /// and ends at the start of tick `due`, the one returned.
+    fn timed_wait(&self, replicas: u32) -> (Command, u32) {
+        let ticks = self.scenario.timing.wait_timeout;
+        let tick = Duration::from_millis(self.tick_ms);
+        let now = Instant::now();
+        let next = (self.tick_started + tick).max(now);
+        let end = next + tick * ticks;
+        // Whole ms, rounded up: Redis' deadline is at the tick's start or just after.
+        let ms = end.duration_since(now).as_micros().div_ceil(1000);
+        let timeout_ms = u64::try_from(ms).unwrap_or(u64::MAX);
+        let command = Command::Wait {
+            replicas,
+            timeout_ms,
+        };
+        (command, self.tick.saturating_add(ticks).saturating_add(1))
+    }
+
+    /// Take the answer of client `c`'s `WAIT` that blocks on slot `m`, if there is one
+    /// (waiting for it), record it, and leave it as the reply on its way back. Redis
+    /// checks a blocked client's timeout when its event loop wakes, which an idle
+    /// server does `hz` times a second (10 by default): a node is pinged meanwhile, so
+    /// that a timeout that ran out is answered within a few milliseconds of its end,
+    /// as the model's tick is.
+    async fn take_wait(&mut self, c: usize, m: usize, end: WaitEnd) {
+        let Some(node) = self.clients[c]
+            .pending_wait(m)
+            .and(self.clients[c].core.flights[m].as_ref())
+            .map(|f| usize::from(f.node))
+        else {
+            return;
+        };
+        let give_up = Instant::now() + LINK_TIMEOUTS.command + Duration::from_millis(self.tick_ms);
+        while !self.clients[c]
+            .pending_wait(m)
+            .is_some_and(|w| w.finished())
+            && Instant::now() < give_up
+        {
+            let _ = self.nemesis.node(node).command(&["PING"]).await;
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let Some((command, answer)) = self.clients[c].wait_answer(m).await else {
+            return;
+        };
+        let paused = self.clients[c].gate.is_paused();
+        let (reply, error) = match &answer {
+            Ok(r) => (Some(r.to_string()), None),
+            Err(e) => (None, Some(e.clone())),
+        };
+        self.record(Event::Command {
+            client: c,
+            node,
+            command: command.to_string(),
+            reply: reply.clone(),
+            error: error.clone(),
+            held: paused && answer.is_ok(),
+        });
+        let why = match end {
+            WaitEnd::Replicated => "a replica caught up",
+            WaitEnd::TimedOut => "its timeout ran out",
+            WaitEnd::Read => "read by its client",
+        };
+        let mut event = format!("{command} on {} answers ({why})", node_name(node));
+        if paused && answer.is_ok() {
+            event.push_str(" (reply held: client paused)");
+        }
+        let shown = reply.or(error.map(|e| format!("no answer: {e}")));
+        self.line(client_name(c), event, shown);
+    }
+
+    /// A replica of `node` caught up: the `WAIT`s blocking there that its
+    /// acknowledgement answers (Redis answers them as the acknowledgement comes in,
+    /// before the catch-up step ends) are taken.
+    async fn take_waits_answered(&mut self, node: usize) {
+        let quick = quick_wait(self.tick_ms);
+        let since = Instant::now();
+        for c in 0..self.clients.len() {
+            for m in 0..self.clients[c].core.flights.len() {
+                let there = self.clients[c].core.flights[m]
+                    .as_ref()
+                    .is_some_and(|f| usize::from(f.node) == node);
+                if !there || self.clients[c].pending_wait(m).is_none() {
+                    continue;
+                }
+                while !self.clients[c]
+                    .pending_wait(m)
+                    .is_some_and(|w| w.finished())
+                    && since.elapsed() < quick
+                {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+                if self.clients[c]
+                    .pending_wait(m)
+                    .is_some_and(|w| w.finished())
+                {
+                    self.take_wait(c, m, WaitEnd::Replicated).await;
+                }
+            }
+        }
     }
 
     /// Deliver (or time out) the request of client `c` on slot `m`: really send it.
@@ -719,6 +873,28 @@ impl Run {
         let f = self.clients[c].core.flights[m]
             .clone()
             .ok_or_else(|| inapplicable(step, action, "no request on this link"))?;
+        if f.blocked() {
+            if !matches!(action, Action::Timeout(..)) {
+                return Err(inapplicable(step, action, "the WAIT was already sent"));
+            }
+            // A WAIT blocking on Redis, cut off or its connection gone: the client
+            // gives up on it (it ran; nothing of it stays on the wire).
+            self.clients[c].drop_wait(m);
+            self.line(
+                client_name(c),
+                format!(
+                    "{} on {}: no answer, the link is down: timeout",
+                    f.command,
+                    node_name(usize::from(f.node))
+                ),
+                None,
+            );
+            let now = self.clock(c);
+            let change =
+                self.clients[c].answer(&self.cfg, (m, Err(NoAnswer)), now, &serving, &self.program);
+            self.changed(c, change);
+            return Ok(());
+        }
         if let Some(reply) = &f.held {
             if !matches!(action, Action::Timeout(..)) {
                 return Err(inapplicable(
@@ -784,7 +960,38 @@ impl Run {
         } else {
             Err(())
         };
-        let answer: Result<Reply, String> = if f.node == serving[m] {
+        let timed = match (&*f.command, action) {
+            // A crashed client's WAIT still runs, and nobody reads it: no need to wait.
+            (Command::Wait { replicas, .. }, Action::Deliver(..))
+                if self.scenario.timing.wait_timeout > 0
+                    && f.node == serving[m]
+                    && self.clients[c].core.phase != Phase::Crashed =>
+            {
+                Some(self.timed_wait(*replicas))
+            }
+            _ => None,
+        };
+        let shown_command = timed
+            .as_ref()
+            .map_or_else(|| f.command.to_string(), |(w, _)| w.to_string());
+        let answer: Result<Reply, String> = if let Some((wait, due)) = timed {
+            let quick = quick_wait(self.tick_ms);
+            match self.clients[c].send_wait(m, wait, due, quick).await {
+                Ok(answer) => answer,
+                Err(()) => {
+                    self.line(
+                        client_name(c),
+                        format!(
+                            "{shown_command} -> {} (blocks: fewer replicas acknowledged than it \
+                             waits for; answers when one catches up, or at tick {due})",
+                            node_name(node)
+                        ),
+                        None,
+                    );
+                    return Ok(());
+                }
+            }
+        } else if f.node == serving[m] {
             self.clients[c]
                 .send(m)
                 .await
@@ -815,12 +1022,12 @@ impl Run {
         self.record(Event::Command {
             client: c,
             node,
-            command: f.command.to_string(),
+            command: shown_command.clone(),
             reply: reply.clone(),
             error: error.clone(),
             held: paused && answer.is_ok(),
         });
-        let mut event = format!("{} -> {}", f.command, node_name(node));
+        let mut event = format!("{shown_command} -> {}", node_name(node));
         if paused && answer.is_ok() {
             event.push_str(" (reply held: client paused)");
         }

@@ -776,6 +776,12 @@ impl Nemesis {
     pub fn serving_slot_of_replica(&self, n: usize) -> Option<usize> {
         self.master_of(n)
     }
+
+    /// The node replica `n` replicates from (the serving master, or the old master of a
+    /// split brain for a replica left on its side).
+    pub fn upstream(&self, n: usize) -> usize {
+        self.upstream[n]
+    }
 }
 
 impl Nemesis {

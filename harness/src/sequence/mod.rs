@@ -221,19 +221,28 @@ pub fn build(trace: &Trace) -> Sequence {
                 let reply = step.reply.clone().unwrap_or_else(|| "?".to_string());
                 // The node executes the command; its reply travels on its own leg and
                 // reaches the client at a later `Receive` step.
-                let label = if step.held {
-                    format!("{command} → {reply} (held: {} paused)", lanes[c].name)
+                if step.blocks {
+                    // A WAIT short of replicas: no reply until a replica catches up or
+                    // its timeout runs out (a later step's `waits_answered`).
+                    out.push(row(
+                        Event::Local { at: clients + n },
+                        format!("{command} blocks: fewer replicas in sync than it waits for"),
+                    ));
                 } else {
-                    format!("{command} → {reply} (reply in flight)")
-                };
-                out.push(row(
-                    Event::Reply {
-                        from: clients + n,
-                        to: c,
-                        held: true,
-                    },
-                    label,
-                ));
+                    let label = if step.held {
+                        format!("{command} → {reply} (held: {} paused)", lanes[c].name)
+                    } else {
+                        format!("{command} → {reply} (reply in flight)")
+                    };
+                    out.push(row(
+                        Event::Reply {
+                            from: clients + n,
+                            to: c,
+                            held: true,
+                        },
+                        label,
+                    ));
+                }
                 out.extend(follow_ups(step, clients, c, &mut flights, &row));
             }
             DeliverLate(c, _) => {
@@ -431,6 +440,18 @@ pub fn build(trace: &Trace) -> Sequence {
                     format!("FAULT clock jumps +{jump}"),
                 ));
             }
+        }
+        // A WAIT that blocked answers at this step (a replica caught up, or its timeout
+        // ran out): its reply starts back.
+        for w in &step.waits_answered {
+            out.push(row(
+                Event::Reply {
+                    from: clients + w.node.index(),
+                    to: w.client.index(),
+                    held: true,
+                },
+                format!("{} answers → {} (reply in flight)", w.command, w.reply),
+            ));
         }
         if let Some(r) = out.last_mut() {
             r.broken = step.broken.iter().map(|p| p.as_str().to_string()).collect();

@@ -309,7 +309,7 @@ impl AdapterSpec {
             ttl_ms: self.spec.ttl_ms,
             timeout_ms: self.timeout_ms,
             wait_replicas: self.spec.wait_replicas,
-            wait_timeout_ms: (self.spec.tick_ms / 5).max(5),
+            wait_timeout_ms: self.spec.wait_timeout_ms,
             renew_every_ms: self.renew_every_ms,
         }
     }

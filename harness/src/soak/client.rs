@@ -40,6 +40,9 @@ pub struct Spec {
     pub work_ms: u64,
     pub fencing: Fencing,
     pub wait_replicas: u32,
+    /// The `WAIT` timeout in ms: the scenario's `timing.wait_timeout` ticks, or a
+    /// fifth of a tick without one ([`crate::run::wait_timeout_ms`]).
+    pub wait_timeout_ms: u64,
     /// Redlock's drift allowance in ms.
     pub drift_ms: u64,
     /// The validity a Redlock acquire must leave, in ms (`[timing] min_validity`, as
@@ -65,6 +68,7 @@ impl Spec {
             work_ms: u64::from(scenario.timing.work).saturating_mul(tick_ms),
             fencing: scenario.fencing,
             wait_replicas: scenario.wait_replicas,
+            wait_timeout_ms: crate::run::wait_timeout_ms(scenario, tick_ms),
             drift_ms: u64::from(scenario.timing.drift_allowance).saturating_mul(tick_ms),
             min_validity_ms: scenario.timing.min_validity().saturating_mul(tick_ms),
             watchdog: scenario.renewal.is_none_or(|r| r.watchdog),
@@ -117,7 +121,7 @@ impl Spec {
             .connect_timeout(Duration::from_millis(500))
             .fencing(self.fencing.enabled())
             .wait_replicas(self.wait_replicas)
-            .wait_timeout(Duration::from_millis((self.tick_ms / 5).max(5)))
+            .wait_timeout(Duration::from_millis(self.wait_timeout_ms))
             .watchdog_enabled(self.watchdog)
             .renewal_on_error(self.renewal_on_error)
             .client_id(id)

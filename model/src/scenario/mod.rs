@@ -23,7 +23,7 @@
 //! - `fencing` (boolean or string, default `false`): `true` or `"all"` fences every
 //!   access, `"writes"` only writes, `false` or `"off"` none.
 //! - `wait_replicas` (integer, default 0): `WAIT n` after acquiring; at most
-//!   `topology.replicas`.
+//!   `topology.replicas`. Its timeout is `[timing] wait_timeout`.
 //! - `watchdog` (boolean, default `true`; designs that renew only): `false` is
 //!   Redisson's `lock(leaseTime, unit)`, an explicit lease time with no watchdog.
 //! - `renewal_on_error` (string, default `"stop"`; designs that renew only): what the
@@ -79,6 +79,16 @@
 //!   client's side of Redlock's contract, a validity that covers the slowest critical
 //!   section; `0` takes any positive validity, as the Redlock spec, pottery and redsync
 //!   do.
+//! - `wait_timeout` (default 0; 0 to 255; above 0 only with `wait_replicas`): the
+//!   `WAIT`'s timeout, in ticks. 0: the WAIT answers at its delivery with the replicas in
+//!   sync then (the harness sends it with a fifth of a tick, so that it answers within its
+//!   step; not Redis's `WAIT n 0`, which blocks for ever). Above 0: a WAIT delivered short
+//!   of replicas blocks on its node until a replica's catch-up brings enough (it answers
+//!   their number) or its timeout runs out (it answers fewer), at the latest at the tick
+//!   that ends the `wait_timeout`-th tick after the one it was delivered in; the harness
+//!   sends `wait_timeout × tick_ms` ms. In `[timing]` rather than beside `wait_replicas`:
+//!   it is a duration in ticks, as `ttl` and `work` are, that the harness turns into ms
+//!   with `tick_ms`, and `[timing]` is where a scenario's times are read and bounded.
 //!
 //! `[faults]` (budgets, all default 0): `pauses`, `crashes`, `failovers`
 //! (needs `topology.replicas >= 1`), `restarts`, `partitions`, `clock_jumps`,
@@ -155,6 +165,8 @@ pub const MAX_SENTINELS: u32 = 7;
 pub const MAX_HORIZON: u32 = 64;
 /// Most acquire attempts per client.
 pub const MAX_ATTEMPTS: u32 = 8;
+/// Longest `WAIT` timeout, in ticks.
+pub const MAX_WAIT_TIMEOUT: u32 = u8::MAX as u32;
 /// Largest budget of any one fault kind.
 pub const MAX_FAULTS: u32 = u8::MAX as u32;
 /// Acquire attempts per client when `[clients] attempts` is not given.
@@ -310,6 +322,9 @@ pub struct Timing {
     /// client to hold the lock; `None`, the default, is `work + 2 × max_step_delay`
     /// ([`Timing::min_validity`]). Left out of JSON when not given.
     pub min_validity: Option<u32>,
+    /// `wait_timeout` (default 0; with `wait_replicas` only): ticks a `WAIT` may block
+    /// waiting for its replicas; 0 answers it at its delivery. Left out of JSON when 0.
+    pub wait_timeout: u32,
 }
 
 impl Timing {
@@ -327,7 +342,9 @@ impl Timing {
 /// [`Timing`] as JSON (a trace embeds it, and a trace's scenario is read back from it):
 /// `node_drift` only when not 0, and `drift_allowance` whenever it is not 0 or
 /// `node_drift` is not, since its default is `node_drift` (an allowance of 0 under drift
-/// left out would read back as an allowance equal to the drift, another scenario).
+/// left out would read back as an allowance equal to the drift, another scenario);
+/// `wait_timeout` only when not 0 (its default), so that every trace of a scenario
+/// without it reads as before.
 #[derive(Serialize)]
 struct TimingJson {
     ttl: u32,
@@ -343,6 +360,8 @@ struct TimingJson {
     drift_allowance: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     min_validity: Option<u32>,
+    #[serde(skip_serializing_if = "is_zero")]
+    wait_timeout: u32,
 }
 
 impl From<Timing> for TimingJson {
@@ -358,6 +377,7 @@ impl From<Timing> for TimingJson {
             drift_allowance: (t.drift_allowance != 0 || t.node_drift != 0)
                 .then_some(t.drift_allowance),
             min_validity: t.min_validity,
+            wait_timeout: t.wait_timeout,
         }
     }
 }

@@ -17,7 +17,7 @@ use super::read::{Field, Section};
 use super::{
     Clients, Expect, Expectation, Faults, KeyErrorKind, Property, Renewal, Scenario, ScenarioError,
     Timing, Topology, DEFAULT_ATTEMPTS, DEFAULT_TICK_MS, MAX_ATTEMPTS, MAX_CLIENTS, MAX_HORIZON,
-    MAX_MASTERS, MAX_REPLICAS, MAX_SENTINELS,
+    MAX_MASTERS, MAX_REPLICAS, MAX_SENTINELS, MAX_WAIT_TIMEOUT,
 };
 
 const TOP_KEYS: &[&str] = &[
@@ -47,6 +47,7 @@ const TIMING_KEYS: &[&str] = &[
     "node_drift",
     "drift_allowance",
     "min_validity",
+    "wait_timeout",
 ];
 /// The keys of `[expect]`: a verdict per property, then what their violation needs.
 pub(super) const EXPECT_KEYS: &[&str] = &[
@@ -170,7 +171,7 @@ impl Parser<'_> {
         }
         let clients = self.clients(&clients)?;
         let timing_line = timing.line;
-        let timing = self.timing(&timing, design)?;
+        let timing = self.timing(&timing, design, wait_replicas.value)?;
         let faults = self.faults(&faults, &topology)?;
         let expect = self.expect(&expect, &faults, timing.node_drift)?;
         let lock = match (design, lock.table) {
@@ -335,7 +336,12 @@ impl Parser<'_> {
     }
 
     /// `[timing]`.
-    fn timing(&self, timing: &Section<'_, '_>, design: DesignId) -> Result<Timing> {
+    fn timing(
+        &self,
+        timing: &Section<'_, '_>,
+        design: DesignId,
+        wait_replicas: u32,
+    ) -> Result<Timing> {
         let ttl = self.required_u32(timing, "ttl")?;
         self.at_least(timing, "ttl", &ttl, 1)?;
         let work = self.required_u32(timing, "work")?;
@@ -416,6 +422,7 @@ impl Parser<'_> {
             }
         }
         self.at_least(timing, "clock_jump", &clock_jump, 1)?;
+        let wait_timeout = self.wait_timeout(timing, wait_replicas)?;
         Ok(Timing {
             ttl: ttl.value,
             work: work.value,
@@ -430,7 +437,41 @@ impl Parser<'_> {
                 0
             },
             min_validity: min_validity.map(|v| v.value),
+            wait_timeout,
         })
+    }
+
+    /// `timing.wait_timeout`: 0 to [`MAX_WAIT_TIMEOUT`] ticks, and above 0 only where
+    /// the acquire sends a `WAIT` (`wait_replicas` above 0).
+    fn wait_timeout(&self, timing: &Section<'_, '_>, wait_replicas: u32) -> Result<u32> {
+        let Some(field) = self.u32_opt(timing, "wait_timeout")? else {
+            return Ok(0);
+        };
+        if field.value > MAX_WAIT_TIMEOUT {
+            return Err(self.err(
+                field.line,
+                timing.dotted("wait_timeout"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "must be at most {MAX_WAIT_TIMEOUT} (got {}); accepted range \
+                     0..={MAX_WAIT_TIMEOUT} ticks",
+                    field.value
+                ),
+            ));
+        }
+        if field.value > 0 && wait_replicas == 0 {
+            return Err(self.err(
+                field.line,
+                timing.dotted("wait_timeout"),
+                KeyErrorKind::InvalidValue,
+                format!(
+                    "a WAIT timeout of {} ticks, but wait_replicas = 0 sends no WAIT; set \
+                     wait_replicas or remove wait_timeout",
+                    field.value
+                ),
+            ));
+        }
+        Ok(field.value)
     }
 
     /// `[faults]`.

@@ -131,6 +131,7 @@ fn design_md_example_parses() {
             node_drift: 0,
             drift_allowance: 0,
             min_validity: None,
+            wait_timeout: 0,
         }
     );
     let mut pause = Faults::default();
@@ -748,6 +749,64 @@ fn wait_replicas_needs_that_many_replicas() {
         msg.ends_with("cannot wait for 2 replicas when topology.replicas = 1"),
         "{msg}"
     );
+}
+
+/// `timing.wait_timeout`: the ticks a WAIT may block, honoured exactly or refused, only
+/// where the acquire sends a WAIT; written in a trace's JSON only when set, and read back
+/// as the same timing.
+#[test]
+fn wait_timeout_is_a_number_of_ticks_for_a_wait() {
+    let waits = |timeout: &str| {
+        edit(&[
+            ("design", "design = \"lua-release\""),
+            ("masters", "masters = 1"),
+            ("replicas", "replicas = 1"),
+            ("fencing", "fencing = false\nwait_replicas = 1"),
+            ("tick_ms", &format!("tick_ms = 100\n{timeout}")),
+        ])
+    };
+    for (timeout, ticks) in [("", 0), ("wait_timeout = 0", 0), ("wait_timeout = 1", 1)]
+        .into_iter()
+        .chain([("wait_timeout = 255", 255)])
+    {
+        let s = Scenario::parse(&waits(timeout), FILE).unwrap();
+        assert_eq!(s.timing.wait_timeout, ticks, "{timeout:?}");
+        let mut value = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            value["timing"].get("wait_timeout").and_then(|t| t.as_u64()),
+            (ticks > 0).then_some(u64::from(ticks)),
+            "{timeout:?}"
+        );
+        value.as_object_mut().unwrap().remove("path");
+        let back = Scenario::parse(&toml::to_string(&value).unwrap(), FILE).unwrap();
+        assert_eq!(back, s, "{timeout:?}");
+    }
+    for (timeout, message) in [
+        ("wait_timeout = 256", "must be at most 255 (got 256)"),
+        ("wait_timeout = 4294967296", "too large (got 4294967296)"),
+        ("wait_timeout = -1", "must not be negative (got -1)"),
+    ] {
+        let msg = fail(
+            &waits(timeout),
+            "timing.wait_timeout",
+            20,
+            KeyErrorKind::InvalidValue,
+        );
+        assert!(msg.contains(message), "{msg}");
+    }
+    // No WAIT to time out.
+    let text = set(
+        &set(EXAMPLE, "tick_ms", "tick_ms = 100\nwait_timeout = 2"),
+        "fencing",
+        "fencing = false\nwait_replicas = 0",
+    );
+    let msg = fail(&text, "timing.wait_timeout", 20, KeyErrorKind::InvalidValue);
+    assert!(msg.contains("wait_replicas = 0 sends no WAIT"), "{msg}");
+    assert!(Scenario::parse(
+        &set(EXAMPLE, "tick_ms", "tick_ms = 100\nwait_timeout = 0"),
+        FILE
+    )
+    .is_ok());
 }
 
 #[test]
