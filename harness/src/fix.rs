@@ -22,7 +22,9 @@ use locklab_model::trace::Trace;
 pub enum Culprit {
     /// No fault: ordinary step delays outlasted the lease.
     Timing,
-    /// A fault of the budget (a clock that drifts counts as a clock jump).
+    /// A master clock that runs fast (`timing.node_drift`): keys expire early.
+    Drift,
+    /// A fault of the budget.
     Fault(FaultKind),
 }
 
@@ -67,7 +69,7 @@ impl Culprit {
     /// The culprit an action stands for, if it is a fault.
     fn of_action(action: Action) -> Option<Culprit> {
         match action {
-            Action::NodeDrift(_) => Some(Fault(FaultKind::ClockJump)),
+            Action::NodeDrift(_) => Some(Drift),
             a => FaultKind::of(&a).map(Fault),
         }
     }
@@ -95,9 +97,10 @@ const ATOMIC_EXPIRY: Fix = Fix {
     ),
     why: Cow::Borrowed(
         "With SETNX alone, or SETNX followed by a separate EXPIRE, there is a moment in \
-          which the key exists without a time to live; a holder that crashes then leaves \
-          it forever. One SET NX PX command sets value and expiry atomically, so a dead \
-          holder's lock always expires after ttl.",
+          which the key exists without a time to live; a holder that crashes then, or \
+          gives up on a command that ran (its reply lost, a timeout), leaves it forever. \
+          One SET NX PX command sets value and expiry atomically, so a lock nobody \
+          releases always expires after ttl.",
     ),
 };
 
@@ -144,10 +147,10 @@ const COMPARE_AND_DELETE: Fix = Fix {
 const FENCE_ALL: Fix = Fix {
     remedy: Cow::Borrowed("fencing tokens checked on every access (fencing = \"all\")"),
     why: Cow::Borrowed(
-        "A lease cannot stop a holder that outlives it, so make the protected resource \
-          refuse it: each acquire takes an increasing token from INCR, every read and \
-          write carries it, and the store rejects any access older than the newest token \
-          it has seen. The stale holder's read-modify-write is rejected instead of \
+        "Once the lock has let two holders in (whatever let them in), only the protected \
+          resource can refuse the stale one: each acquire takes an increasing token from \
+          INCR, every read and write carries it, and the store rejects any access older \
+          than the newest token it has seen. The stale holder's read-modify-write is rejected instead of \
           applied, so no update is lost.",
     ),
 };
@@ -169,12 +172,15 @@ const LEASE_OUTLIVED: Fix = Fix {
 const RENEWAL_MARGIN: Fix = Fix {
     remedy: Cow::Borrowed(
         "give the renewal room: a ttl longer than the renewal interval (ttl/3) plus \
-             the longest a renewal request can take to arrive",
+             three step delays (the grant's reply, the renewal's send and its arrival; \
+             in ticks, ttl > interval + 3 x max_step_delay), or renew more often",
     ),
     why: Cow::Borrowed(
-        "The watchdog did renew, but its compare-and-pexpire reached Redis after the key \
-          had already expired, and by then another client had the lock. Renewal keeps a \
-          lease only if each renewal lands before the previous lease ends.",
+        "The watchdog did renew, but its renewal reached Redis after the key had already \
+          expired, and by then another client had the lock. The renewal timer starts when \
+          the grant's reply arrives, a renewal can be sent a step late and travel a step \
+          more: renewal keeps a lease only if each renewal lands before the previous \
+          lease ends, all of that included.",
     ),
 };
 
@@ -197,8 +203,10 @@ const RENEWAL_STOPPED: Fix = Fix {
 const EXPLICIT_LEASE: Fix = Fix {
     remedy: Cow::Borrowed(
         "take the lock without an explicit lease time, so that the watchdog renews it \
-             (watchdog = true; in Redisson, lock() rather than lock(leaseTime, unit)), or \
-             a lease longer than the worst-case critical section; and fence the resource",
+             (watchdog = true; in Redisson, lock() rather than lock(leaseTime, unit), \
+             which also takes the lockWatchdogTimeout of 30 s as its lease) with a lease \
+             that leaves a renewal room to land (ttl > ttl/3 + three step delays), or a \
+             lease longer than the worst-case critical section; and fence the resource",
     ),
     why: Cow::Borrowed(
         "With an explicit leaseTime Redisson schedules no renewal: the lease ends after \
@@ -236,31 +244,65 @@ const FAILOVER_WAIT: Fix = Fix {
     ),
 };
 
+const FAILOVER_WAIT_MORE: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "WAIT for every replica (wait_replicas = the number of replicas), or promote \
+             the replica that acknowledged (promotion = \"most-advanced\", Sentinel's \
+             own rule when no replica-priority or partition overrides it)",
+    ),
+    why: Cow::Borrowed(
+        "The acquire waited for one replica, and it was not the one promoted: the \
+          promoted replica lacked the lock and granted it to the next client, while the \
+          replica that had acknowledged it followed the new master and acknowledged the \
+          second client's WAIT too. A WAIT protects a lock only on the replicas that \
+          acknowledged it, so either all of them must have it, or the promotion must pick \
+          one that does.",
+    ),
+};
+
 const SPLIT_BRAIN_WAIT: Fix = Fix {
     remedy: Cow::Borrowed(
-        "acquire only with a replica's acknowledgement: wait_replicas = 1 (in Redis, \
-             min-replicas-to-write 1 on the master has the same effect)",
+        "acquire only with a replica's acknowledgement: wait_replicas = 1 \
+             (min-replicas-to-write on the master only shortens the window: it keeps \
+             accepting writes for min-replicas-max-lag seconds after its replicas are gone)",
     ),
     why: Cow::Borrowed(
         "A partition left two masters: the old one kept serving the clients on its side \
-          while Sentinel promoted a replica on the other, and each granted the lock. The \
-          old master is cut off from every replica, so with WAIT 1 nothing acknowledges a \
-          lock taken there and the client on its side gives up; a lock taken before the \
-          split is on the replica that is promoted.",
+          while Sentinel promoted a replica on the other, and each granted the lock. When \
+          the old master is cut off from every replica, nothing acknowledges a WAIT 1 of \
+          a lock taken there and the client on its side gives up.",
+    ),
+};
+
+const SPLIT_BRAIN_WAIT_MORE: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "WAIT for more replicas than the old master's side of a partition can keep: \
+             a majority of them at least (wait_replicas = the number of replicas holds \
+             any split)",
+    ),
+    why: Cow::Borrowed(
+        "The partition left a replica on the old master's side: it kept following the \
+          old master and acknowledged the WAIT of a lock taken there, while a replica on \
+          Sentinel's side acknowledged the other client's. Each side had as many replicas \
+          as one WAIT asked for; a WAIT for more than either side can hold fails on the \
+          side that is not the majority.",
     ),
 };
 
 const FENCE_SURVIVES_FAILOVER: Fix = Fix {
     remedy: Cow::Borrowed(
-        "take fencing tokens from a counter that never goes back (a store with \
-             synchronous, consensus-based replication), or WAIT for the counter's INCR \
-             to reach the replica as well",
+        "fence the resource with tokens from a counter that never goes back and is one \
+             counter for everybody (a store with synchronous, consensus-based \
+             replication, or one that persists every INCR before it answers); a counter \
+             on the lock's own Redis node does not survive this fault",
     ),
     why: Cow::Borrowed(
-        "The fencing counter lived on the same asynchronously replicated master as the \
-          lock: the failover lost the last INCR, the promoted replica handed out the same \
-          token again, and the store could not tell the two holders apart. Fencing is only \
-          as strong as the monotonicity of its tokens.",
+        "Fencing tokens from INCR on the lock's Redis master are only as safe as that \
+          counter: a failover to an asynchronous replica loses the last INCR and hands \
+          out the same token again, a split brain gives each side a counter of its own, \
+          a restart without persistence starts it again at 1. Then two holders present \
+          the same token and the store cannot tell them apart. Fencing is only as strong \
+          as the monotonicity of its tokens.",
     ),
 };
 
@@ -313,16 +355,58 @@ const CLOCK_JUMP: Fix = Fix {
     ),
 };
 
+const REDLOCK_RESTART: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "persist the lock keys (appendfsync always) or keep a restarted master out for \
+             a ttl before it takes requests (Redlock's delayed restart)",
+    ),
+    why: Cow::Borrowed(
+        "A master that restarts empty forgets the locks it granted: the holder's \
+          majority shrinks to a minority without its knowing, and another client wins a \
+          majority of its own. Redlock's safety argument assumes masters keep their keys \
+          for a ttl; with persistence, or a restarted master kept out until every lock it \
+          could have held has expired, a majority always overlaps the holder's.",
+    ),
+};
+
+const REDLOCK_DRIFT: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "take a drift allowance off every validity (drift_allowance; the Redlock spec's \
+             clock drift factor) of at least what a master's clock can gain within a lease",
+    ),
+    why: Cow::Borrowed(
+        "A master whose clock runs fast expires the key before the holder's own clock \
+          says the lease is over: the holder still counts validity the masters no longer \
+          grant, and another client wins a majority. Redlock subtracts the drift the \
+          clocks may gain from the validity it hands the holder, so the holder stops in \
+          time.",
+    ),
+};
+
+const CLOCK_DRIFT: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "keep the node's clock from running fast (time sync that slews within a known \
+             bound) and leave that bound in the ttl, over the worst-case critical \
+             section; and fence the resource (fencing = \"all\")",
+    ),
+    why: Cow::Borrowed(
+        "Redis expires keys by its own clock: one that runs fast ends the lease early by \
+          the holder's clock, and the next client gets in while the holder still works. \
+          A lease holds only as long as the server's clock and the holder's agree on its \
+          length.",
+    ),
+};
+
 const REDLOCK_TIMING: Fix = Fix {
     remedy: Cow::Borrowed(
-        "fencing tokens on every access (fencing = \"all\"); for restarts, persist \
-             the lock keys (appendfsync always) or keep a restarted node out for a ttl",
+        "fencing tokens on every access (fencing = \"all\"), from a counter that \
+             survives the masters' faults",
     ),
     why: Cow::Borrowed(
         "Redlock's safety argument assumes bounded pauses and clocks that neither jump \
-          nor drift beyond its drift allowance, and nodes that keep their keys. A pause, \
-          a clock jump or an empty restart breaks that assumption and two clients each \
-          see a quorum; only a check at the resource catches the stale one.",
+          nor drift beyond its drift allowance, and nodes that keep their keys. A pause or \
+          a clock jump breaks that assumption and two clients each see a quorum; only a \
+          check at the resource catches the stale one.",
     ),
 };
 
@@ -342,8 +426,20 @@ const TABLE: &[(Key, Fix)] = &[
     ((None, OwnerOnlyRelease, None, None), COMPARE_AND_DELETE),
     // Two holders at once.
     (
+        (Some(GetsetTimestamp), MutualExclusion, Some(Timing), None),
+        LEASE_OUTLIVED,
+    ),
+    (
         (Some(GetsetTimestamp), MutualExclusion, None, None),
         SERVER_CLOCK,
+    ),
+    (
+        (Some(Redlock), MutualExclusion, Some(Fault(Restart)), None),
+        REDLOCK_RESTART,
+    ),
+    (
+        (Some(Redlock), MutualExclusion, Some(Drift), None),
+        REDLOCK_DRIFT,
     ),
     ((Some(Redlock), MutualExclusion, None, None), REDLOCK_TIMING),
     (
@@ -351,11 +447,19 @@ const TABLE: &[(Key, Fix)] = &[
         ONE_COMMAND_ACQUIRE,
     ),
     (
+        (Some(GetExpireRenewal), MutualExclusion, Some(Timing), None),
+        RENEWAL_MARGIN,
+    ),
+    (
         (Some(GetExpireRenewal), MutualExclusion, None, None),
         RENEW_OWN_LOCK,
     ),
     (
         (Some(Watchdog), MutualExclusion, Some(Timing), None),
+        RENEWAL_MARGIN,
+    ),
+    (
+        (Some(Reentrant), MutualExclusion, Some(Timing), None),
         RENEWAL_MARGIN,
     ),
     (
@@ -392,15 +496,20 @@ const TABLE: &[(Key, Fix)] = &[
         (None, MutualExclusion, Some(Fault(ClockJump)), None),
         CLOCK_JUMP,
     ),
+    ((None, MutualExclusion, Some(Drift), None), CLOCK_DRIFT),
     ((None, MutualExclusion, None, None), LEASE_OUTLIVED),
-    // Lost updates on the protected resource.
+    // Lost updates on the protected resource: where the fault resets the fencing
+    // counter too (it lives on the lock's Redis node), tokens from that node cannot help.
     (
-        (
-            None,
-            ResourceSafety,
-            Some(Fault(Failover)),
-            Some(Fencing::All),
-        ),
+        (None, ResourceSafety, Some(Fault(Failover)), None),
+        FENCE_SURVIVES_FAILOVER,
+    ),
+    (
+        (None, ResourceSafety, Some(Fault(SplitBrain)), None),
+        FENCE_SURVIVES_FAILOVER,
+    ),
+    (
+        (None, ResourceSafety, Some(Fault(Restart)), None),
         FENCE_SURVIVES_FAILOVER,
     ),
     (
@@ -441,7 +550,32 @@ pub fn for_trace(trace: &Trace) -> Option<Fix> {
         // The design's watchdog is off: no renewal failed, none ran.
         return Some(EXPLICIT_LEASE);
     }
+    if property == MutualExclusion {
+        if displaced_before(trace) {
+            // The second holder got in because a command deleted or overwrote the
+            // first holder's entry (a late DEL, a blind renewal): whatever made it late,
+            // the owner check is what keeps the lock.
+            return Some(fix(design, OwnerOnlyRelease, culprit, fencing));
+        }
+        if trace.scenario.wait_replicas > 0 {
+            // The scenario waits for a replica already: the fix is more of them, or
+            // promoting one that acknowledged.
+            match culprit {
+                Fault(FaultKind::Failover) => return Some(FAILOVER_WAIT_MORE),
+                Fault(FaultKind::SplitBrain) => return Some(SPLIT_BRAIN_WAIT_MORE),
+                _ => {}
+            }
+        }
+    }
     Some(fix(design, property, culprit, fencing))
+}
+
+/// Whether a step of the trace deleted or overwrote a lock entry of another client
+/// that still held it or was acquiring it (`owner_only_release` broke on the way).
+fn displaced_before(trace: &Trace) -> bool {
+    let model = locklab_model::model::LockModel::new(&trace.scenario);
+    locklab_model::search::replay(&model, &trace.actions)
+        .is_some_and(|states| states.iter().any(|s| s.displaced_other))
 }
 
 /// A custom lock's fix: the step and command the counterexample blames
@@ -666,6 +800,7 @@ mod tests {
     fn every_design_property_and_cause_has_a_fix() {
         let causes = [
             Timing,
+            Drift,
             Fault(FaultKind::Pause),
             Fault(FaultKind::Crash),
             Fault(FaultKind::Failover),
@@ -742,7 +877,14 @@ mod tests {
     fn the_culprit_selects_the_remedy() {
         let me = |c| fix(LuaRelease, MutualExclusion, c, Fencing::Off).remedy;
         assert!(me(Fault(Failover)).contains("wait_replicas"));
-        assert!(me(Fault(SplitBrain)).contains("min-replicas-to-write"));
+        assert!(me(Fault(SplitBrain)).contains("wait_replicas = 1"));
+        assert!(me(Drift).contains("clock"));
+        assert!(fix(Redlock, MutualExclusion, Drift, Fencing::Off)
+            .remedy
+            .contains("drift_allowance"));
+        assert!(fix(Redlock, MutualExclusion, Fault(Restart), Fencing::Off)
+            .remedy
+            .contains("appendfsync always"));
         assert!(me(Fault(Pause)).contains("fencing"));
         assert!(me(Timing).contains("watchdog"));
         assert!(fix(SetPxGetDel, OwnerOnlyRelease, Timing, Fencing::Off)

@@ -205,6 +205,51 @@ fn a_partitioned_link_gives_no_answer_and_delivers_the_request_after_the_heal() 
     assert_no_leftovers(&cluster);
 }
 
+/// A master that restarts is a new Redis process: the request its client had not yet
+/// sent to it is lost with the connection (the model's `Flight::LOST`), and only the
+/// client's timeout answers it. The run engine never sends it; the other two masters
+/// still give the client its majority.
+#[test]
+fn a_request_on_its_way_to_a_restarted_master_is_never_sent() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let s = scenario("redlock-restart");
+    let (history, cluster) = rt.block_on(async {
+        let mut run = Run::start(&s, RunOptions::of(&s)).await.unwrap();
+        let cluster = run.cluster_id();
+        for a in [
+            Action::Acquire(0),
+            Action::Restart(0),
+            Action::Timeout(0, 0),
+            Action::Deliver(0, 1),
+            Action::Receive(0, 1),
+            Action::Deliver(0, 2),
+            Action::Receive(0, 2),
+        ] {
+            run.step(a).await.unwrap();
+        }
+        // The model offers no delivery of the lost request, and nor does the engine.
+        assert!(run.step(Action::Deliver(0, 0)).await.is_err());
+        let (history, _) = run.finish().await.unwrap();
+        (history, cluster)
+    });
+    use locklab_harness::run::history::Event;
+    let nodes: Vec<(usize, &str)> = history
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Command { node, command, .. } => Some((*node, command.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert!(nodes.iter().all(|&(n, _)| n != 0), "{nodes:?}");
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    assert!(history
+        .entries
+        .iter()
+        .any(|e| matches!(e.event, Event::Acquired { client: 0, .. })));
+    assert_no_leftovers(&cluster);
+}
+
 /// A panic in the middle of a run removes its containers and network.
 #[test]
 fn a_panicking_run_leaves_no_container() {

@@ -52,6 +52,26 @@ impl ClientCore {
         self.fence.map(NonZeroU64::get)
     }
 
+    /// `node` restarted: each request still on its way to it is lost with the
+    /// connection it travels on ([`Flight::LOST`]: only this client's timeout answers
+    /// it), or goes if this client crashed (nobody waits for it). The model's restart
+    /// and the run engine's both call it.
+    pub fn lose_requests_to(&mut self, node: u8) {
+        let crashed = self.phase == Phase::Crashed;
+        for slot in &mut self.flights {
+            match slot {
+                Some(f) if f.undelivered() && f.node == node => {
+                    if crashed {
+                        *slot = None;
+                    } else {
+                        f.wait = Flight::LOST;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     /// A client of `cfg`'s lock before its first attempt, with `attempts` attempts and a
     /// slot for each of `masters` masters.
     pub fn new(cfg: &LockConfig, attempts: u8, masters: usize) -> ClientCore {
@@ -124,7 +144,8 @@ impl Phase {
 }
 
 /// A request on its way to a node, or executed with its reply on its way back, or a
-/// `WAIT` that blocks on its node.
+/// `WAIT` that blocks on its node, or a request whose connection its node dropped
+/// ([`Flight::LOST`]).
 #[derive(Debug, PartialEq, Eq)]
 pub struct Flight {
     /// The physical node it is addressed to (the one serving the slot when sent).
@@ -138,21 +159,24 @@ pub struct Flight {
     /// bound; the real run leaves it at 0).
     pub age: u8,
     /// A `WAIT` that ran and has not answered yet ([`Flight::blocked`]): the ticks still
-    /// to pass before its timeout answers it, the tick that answers it included, or
-    /// [`Flight::WAIT_LOST`] once its node dropped the connection it blocks on (only its
-    /// client's timeout answers it then). 0 for every other request, and then left out
-    /// of the hash, so that a state without a blocked `WAIT` keeps its fingerprint.
+    /// to pass before its timeout answers it, the tick that answers it included; or
+    /// [`Flight::LOST`] once its node dropped the connection it blocks on, or the one an
+    /// undelivered request travels on (only its client's timeout answers it then). 0
+    /// for every other request, and then left out of the hash, so that a state without
+    /// a blocked or lost request keeps its fingerprint.
     pub wait: u16,
 }
 
 impl Flight {
-    /// [`Flight::wait`] of a `WAIT` whose node dropped its connection (a failover, a
-    /// restart, its client redirected away from the old master of a split brain): it
-    /// never answers, and its client times out.
-    pub const WAIT_LOST: u16 = u16::MAX;
+    /// [`Flight::wait`] of a request whose node dropped its connection before it
+    /// answered: a `WAIT` blocking there (a failover, a restart, its client redirected
+    /// away from the old master of a split brain), or a request still on its way to a
+    /// node that restarted (the new process never reads what was sent to the old one).
+    /// It never answers, and its client times out.
+    pub const LOST: u16 = u16::MAX;
 
-    /// A `WAIT` that ran on its node and blocks there: no reply yet (nor a leg to
-    /// deliver); a replica catching up or its timeout answers it.
+    /// A `WAIT` that ran on its node and blocks there, or a lost request: no reply yet
+    /// (nor a leg to deliver); a replica catching up or a timeout answers it.
     pub fn blocked(&self) -> bool {
         self.wait != 0
     }
@@ -165,7 +189,7 @@ impl Flight {
     /// A blocked `WAIT` that its timeout or a replica may still answer (its node keeps
     /// its connection).
     pub fn waiting(&self) -> bool {
-        self.blocked() && self.wait != Flight::WAIT_LOST
+        self.blocked() && self.wait != Flight::LOST
     }
 }
 

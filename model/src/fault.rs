@@ -469,8 +469,8 @@ impl Rule for Failover {
     }
 }
 
-/// A node restarts empty (no persistence); the requests given up on that were on their
-/// way to it, and the `WAIT`s blocking there, go with its connections.
+/// A node restarts empty (no persistence); the requests on their way to it (given up
+/// on or not), and the `WAIT`s blocking there, go with its connections.
 struct Restart;
 
 impl Rule for Restart {
@@ -484,7 +484,7 @@ impl Rule for Restart {
         let Action::Restart(n) = a else { return None };
         s.spent[FaultKind::Restart] += 1;
         s.nodes[usize::from(n)].data = Default::default();
-        LockModel::drop_connections_to(s, n);
+        LockModel::reset_connections_to(s, n);
         Some(())
     }
 
@@ -681,7 +681,7 @@ impl Rule for SplitBrain {
                 // it.
                 let flight = s.clients[usize::from(c)].core.flights[usize::from(slot)].as_mut();
                 if let Some(f) = flight.filter(|f| f.blocked() && f.node == old) {
-                    f.wait = Flight::WAIT_LOST;
+                    f.wait = Flight::LOST;
                 }
             }
             _ => return None,

@@ -367,7 +367,7 @@ impl LockModel {
         s.nodes[f.node as usize].alive
             && c.cut & (1 << m) == 0
             && !split_off
-            && f.wait != Flight::WAIT_LOST
+            && f.wait != Flight::LOST
     }
 
     /// Whether replica `n` may be promoted when its master fails, by the scenario's
@@ -652,9 +652,20 @@ impl LockModel {
             c.core.strays.retain(|st| st.flight.node != node);
             for f in c.core.flights.iter_mut().flatten() {
                 if f.blocked() && f.node == node {
-                    f.wait = Flight::WAIT_LOST;
+                    f.wait = Flight::LOST;
                 }
             }
+        }
+    }
+
+    /// A node that restarted drops its connections as one that died does, and what its
+    /// clients had sent on them and it had not read yet is lost with them: the new
+    /// process never reads it, and its client times out ([`Flight::LOST`]); a crashed
+    /// client's, which nobody will wait for, goes.
+    pub(crate) fn reset_connections_to(s: &mut State, node: u8) {
+        Self::drop_connections_to(s, node);
+        for c in &mut s.clients {
+            c.core.lose_requests_to(node);
         }
     }
 

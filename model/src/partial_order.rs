@@ -57,9 +57,11 @@
 //! - it sends nothing before the next tick: finished, crashed, no attempt left,
 //!   waiting to retry, or holding the lock with its release behind work that only
 //!   ticks advance; or
-//! - every answer it waits for is on its way back, and once it has read them it sends
-//!   nothing before the next tick (its machine decides on their set, at this clock,
-//!   since the tick waits: the reads are taken on a copy to see); or
+//! - every answer it waits for is on its way back, or is the timeout of a request a
+//!   restarted master lost ([`crate::state::Flight::LOST`]: only the client's own step
+//!   gives it, and no delivery or node fault changes it), and once it has read them it
+//!   sends nothing before the next tick (its machine decides on their set, at this
+//!   clock, since the tick waits: the reads and timeouts are taken on a copy to see); or
 //! - its machine is in the middle of an operation and waits for a master `k` whose
 //!   request is still to be delivered: it sends again only once that answer has been
 //!   read, so `k` joins `M`.
@@ -134,7 +136,7 @@ use locklab::{Command, Script};
 use crate::client::Op;
 use crate::model::{client_index, Action, FaultKind, LockModel};
 use crate::redis::Value;
-use crate::state::{Client, Phase, State};
+use crate::state::{Client, Flight, Phase, State};
 
 impl LockModel {
     /// Whether the reduction can act on this model: only a Redlock machine's answers
@@ -338,12 +340,20 @@ impl LockModel {
 
     /// Whether client `i`, once it has read every answer on its way back to it (in any
     /// order: its machine decides on their set, at this clock, since the tick waits),
-    /// sends nothing before the clock moves.
+    /// and timed out on each request a restarted master lost (an answer only its own
+    /// step gives, which no delivery or node fault can change), sends nothing before
+    /// the clock moves.
     fn decides_quietly(&self, s: &State, i: usize) -> bool {
         let mut t = s.clone();
         for k in 0..s.nodes.len() {
-            if t.clients[i].core.flights[k].is_some() {
-                match self.next_state(&t, Action::Receive(client_index(i), client_index(k))) {
+            if let Some(f) = &t.clients[i].core.flights[k] {
+                let (c, m) = (client_index(i), client_index(k));
+                let answer = if f.wait == Flight::LOST {
+                    Action::Timeout(c, m)
+                } else {
+                    Action::Receive(c, m)
+                };
+                match self.next_state(&t, answer) {
                     Some(next) => t = next,
                     None => return false,
                 }

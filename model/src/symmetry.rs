@@ -517,8 +517,8 @@ fn master_key(s: &State, m: usize) -> u64 {
             let flight = c.core.flights[m].as_ref();
             let f = flight.map(|f| (&f.command, &f.held, f.age));
             let cut = c.cut & (1 << m) != 0;
-            // A blocked WAIT's counter only when set, as the fingerprint hashes it (no
-            // scenario with symmetric masters sends WAIT, but the key stays whole).
+            // A blocked WAIT's counter or a lost request's mark only when set, as the
+            // fingerprint hashes it (a restart of a Redlock master loses requests).
             match flight.map_or(0, |f| f.wait) {
                 0 => token_blind_key(&(f, cut)),
                 wait => token_blind_key(&(f, cut, wait)),

@@ -817,7 +817,7 @@ fn a_blocked_wait_goes_with_its_connection() {
         let f = states.last().unwrap().clients[0].core.flights[0]
             .clone()
             .unwrap();
-        assert_eq!(f.wait, locklab_model::state::Flight::WAIT_LOST, "{fault:?}");
+        assert_eq!(f.wait, locklab_model::state::Flight::LOST, "{fault:?}");
         let now = offered(&model, &states);
         assert!(now.contains(&Timeout(0, 0)), "{fault:?}: {now:?}");
         assert!(!now.contains(&Receive(0, 0)), "{fault:?}");
@@ -827,6 +827,54 @@ fn a_blocked_wait_goes_with_its_connection() {
             "{fault:?}: the overdue timeout holds the clock"
         );
     }
+}
+
+/// A Redis that restarts is a new process with new connections: a request its client
+/// sent to the old one and it had not read yet is never executed (the new process
+/// never reads it), and the client learns nothing until its timeout, within the step
+/// bound. The restarted node's empty data does not take it: a `SET NX PX` that would
+/// now succeed there is not run. A crashed client's lost request just goes.
+#[test]
+fn a_request_on_its_way_to_a_node_that_restarts_is_lost() {
+    use Action::*;
+    let sc = parse(&text(
+        "lua-release",
+        7,
+        1,
+        12,
+        "[faults]\ncrashes = 1\nrestarts = 1",
+    ));
+    let model = LockModel::new(&sc);
+    let lost = offered_path(&model, &[Acquire(0), Restart(0)]).unwrap();
+    let f = lost.last().unwrap().clients[0].core.flights[0]
+        .clone()
+        .expect("the request stays, for its client's timeout");
+    assert_eq!(f.wait, locklab_model::state::Flight::LOST);
+    let now = offered(&model, &lost);
+    assert!(!now.contains(&Deliver(0, 0)), "{now:?}");
+    assert!(now.contains(&Timeout(0, 0)), "{now:?}");
+    let aged = offered_path(&model, &[Acquire(0), Restart(0), Tick]).unwrap();
+    assert!(
+        !offered(&model, &aged).contains(&Tick),
+        "the overdue timeout holds the clock"
+    );
+    let timed_out = offered_path(&model, &[Acquire(0), Restart(0), Timeout(0, 0)]).unwrap();
+    let after = timed_out.last().unwrap();
+    assert!(after.clients[0].core.flights[0].is_none());
+    assert!(
+        after.clients[0].core.strays.is_empty(),
+        "nothing stays on the wire"
+    );
+    assert!(after.nodes[0].data.entries.is_empty(), "the SET never ran");
+    // A request sent after the restart reaches the new process.
+    let again = offered_path(&model, &[Restart(0), Acquire(0), Deliver(0, 0)]).unwrap();
+    assert!(!again.last().unwrap().nodes[0].data.entries.is_empty());
+    // A crashed client's request, once its node restarts, is gone.
+    let crashed = offered_path(&model, &[Acquire(0), Crash(0), Restart(0)]).unwrap();
+    assert!(crashed.last().unwrap().clients[0].core.flights[0].is_none());
+    // A reply already on its way back is not taken back.
+    let replied = offered_path(&model, &[Acquire(0), Deliver(0, 0), Restart(0)]).unwrap();
+    assert!(offered(&model, &replied).contains(&Receive(0, 0)));
 }
 
 /// lua-release with `WAIT 1`, one replica, a 7-tick lease, `work = 1` and

@@ -83,9 +83,7 @@ impl fmt::Debug for Shown {
                 let Some(flight) = flight else { continue };
                 let held = match &flight.held {
                     Some(reply) => format!(", reply {reply} held"),
-                    None if flight.wait == Flight::WAIT_LOST => {
-                        ", blocked; its connection is gone".to_string()
-                    }
+                    None if flight.wait == Flight::LOST => ", lost with its connection".to_string(),
                     None if flight.blocked() => {
                         format!(", blocked ({} ticks to its answer at most)", flight.wait)
                     }

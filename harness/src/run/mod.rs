@@ -43,6 +43,7 @@ use locklab_cluster::ClusterError;
 use locklab_model::ids::{ClientId, NodeId};
 use locklab_model::model::{Action, FaultKind, LockModel, INITIAL_STOCK};
 use locklab_model::scenario::Scenario;
+use locklab_model::state::Flight;
 
 use client::{Change, Client, Phase, Program, Stray, LINK_TIMEOUTS};
 use history::{Event, History};
@@ -659,8 +660,9 @@ impl Run {
                 self.record(Event::Fault { what: what.clone() });
                 (client_name(c), what)
             }
-            Action::Restart(n) => {
-                let n = usize::from(n);
+            Action::Restart(node) => {
+                self.lose_requests_to(node);
+                let n = usize::from(node);
                 self.owner[n] = None;
                 self.drop_strays_to(n);
                 for (m, _) in serving
@@ -710,6 +712,15 @@ impl Run {
     fn drop_strays_to(&mut self, n: usize) {
         for c in &mut self.clients {
             c.core.strays.retain(|st| usize::from(st.flight.node) != n);
+        }
+    }
+
+    /// Node `n` restarted: the requests still to send to it are lost with the
+    /// connections they would have travelled on (the model's [`Flight::LOST`]); only
+    /// their clients' timeouts answer them, and a crashed client's go.
+    fn lose_requests_to(&mut self, node: u8) {
+        for c in &mut self.clients {
+            c.core.lose_requests_to(node);
         }
     }
 
@@ -877,13 +888,19 @@ impl Run {
             if !matches!(action, Action::Timeout(..)) {
                 return Err(inapplicable(step, action, "the WAIT was already sent"));
             }
-            // A WAIT blocking on Redis, cut off or its connection gone: the client
-            // gives up on it (it ran; nothing of it stays on the wire).
+            // A WAIT blocking on Redis, cut off or its connection gone, or a request
+            // its restarted node lost: the client gives up on it (nothing of it stays
+            // on the wire).
             self.clients[c].drop_wait(m);
+            let why = if f.wait == Flight::LOST {
+                "never sent, its node restarted"
+            } else {
+                "the link is down"
+            };
             self.line(
                 client_name(c),
                 format!(
-                    "{} on {}: no answer, the link is down: timeout",
+                    "{} on {}: no answer, {why}: timeout",
                     f.command,
                     node_name(usize::from(f.node))
                 ),

@@ -410,7 +410,10 @@ const LEGEND_LINE: i64 = 22;
 const LEGEND: [(Mark, &str); 10] = [
     (Mark::Request, "request"),
     (Mark::Reply, "reply"),
-    (Mark::Held, "reply held (client paused)"),
+    (
+        Mark::Held,
+        "reply on its way back (waits while its client is paused)",
+    ),
     (Mark::Paused, "paused client (stop-the-world)"),
     (Mark::Replicate, "replication"),
     (Mark::Local, "local step"),
@@ -641,7 +644,10 @@ mod tests {
             svg.contains("paused client (stop-the-world)</text>"),
             "{svg}"
         );
-        assert!(svg.contains(">reply held (client paused)</text>"), "{svg}");
+        assert!(
+            svg.contains(">reply on its way back (waits while its client is paused)</text>"),
+            "{svg}"
+        );
         // The step column alone is as tall as the diagram and numbers the same steps.
         let gutter = gutter(&seq);
         let height = |s: &str| {

@@ -173,7 +173,7 @@ pub fn render(seq: &Sequence) -> String {
     }
     let _ = writeln!(
         out,
-        "{margin}legend: ──> request  <┄┄ reply  ┄┄‖ reply held (client paused)  ══> replication  \
+        "{margin}legend: ──> request  <┄┄ reply  ┄┄‖ reply on its way back (waits while its client is paused)  ══> replication  \
          ◆ local step  ✖ fault  ○ recovery  ┃ paused client (stop-the-world)  ┈┈ clock tick"
     );
     out
