@@ -84,7 +84,7 @@ pub struct SearchArgs {
     pub plain: bool,
     /// Keep each level waiting to be expanded as numbered parts (each distinct client,
     /// node and rest of a state stored once, as SPIN's COLLAPSE does): a fifth to three fifths
-    /// of the memory of a large search, for a tenth to a fifth more time; every result the same.
+    /// of the memory of a large search, for a tenth to three tenths more time; every result the same.
     #[arg(long)]
     pub compact: bool,
 }

@@ -89,13 +89,13 @@ pub fn shared_search(
 /// The heaviest searches: the five-master Redlock files, with the distinct states and
 /// the seconds `locklab check` took on this project's two-core machine on one thread
 /// (two files searched at once, as `check` runs them) and on two (each alone)
-/// (2026-11-29; README, "Redlock on five masters"). A test keeps every such file of
+/// (2026-12-02; README, "Redlock on five masters"). A test keeps every such file of
 /// `scenarios/` here.
 const HEAVY: [(&str, f64, u32, u32); 4] = [
     ("redlock5-no-faults", 0.1, 1, 1),
-    ("redlock5-gc-pause", 1.0, 8, 5),
-    ("redlock5-clock-jump", 0.8, 7, 5),
-    ("redlock5-restart", 0.5, 5, 3),
+    ("redlock5-gc-pause", 1.0, 7, 4),
+    ("redlock5-clock-jump", 0.8, 6, 4),
+    ("redlock5-restart", 0.8, 6, 4),
 ];
 
 /// Masters from which a search counts as heavy (named so before it starts).

@@ -65,7 +65,7 @@ pub struct SearchOptions {
     pub block_states: usize,
     /// Keep each level waiting to be expanded as numbered parts in tables
     /// ([`crate::frontier::Level`], SPIN's `COLLAPSE`): a fifth to three fifths of the
-    /// memory, a tenth to a fifth more time, every result the same.
+    /// memory, a tenth to three tenths more time, every result the same.
     pub compact: bool,
     /// When not empty, stop as soon as each of these properties is violated (a search
     /// that asks only whether they still break, as [`crate::cause`]'s do).
