@@ -260,6 +260,22 @@ const FAILOVER_WAIT_MORE: Fix = Fix {
     ),
 };
 
+const WAIT_IN_LEASE: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "count the WAIT into the lease: a ttl longer than the worst-case critical \
+             section plus the WAIT's timeout (wait_timeout), or renew the lease while the \
+             critical section runs (design watchdog); and fence the resource \
+             (fencing = \"all\")",
+    ),
+    why: Cow::Borrowed(
+        "The lease runs from before the SET, and a WAIT that blocks until a lagging \
+          replica acknowledges takes up to its timeout of it before the holder may work. \
+          Here that was the time the lease was short of: the key expired while the holder \
+          still worked, and the next client took it. A WAIT makes a lock survive a \
+          failover; the time it blocks is part of the critical section.",
+    ),
+};
+
 const SPLIT_BRAIN_WAIT: Fix = Fix {
     remedy: Cow::Borrowed(
         "acquire only with a replica's acknowledgement: wait_replicas = 1 \
@@ -556,6 +572,10 @@ pub fn for_trace(trace: &Trace) -> Option<Fix> {
             // first holder's entry (a late DEL, a blind renewal): whatever made it late,
             // the owner check is what keeps the lock.
             return Some(fix(design, OwnerOnlyRelease, culprit, fencing));
+        }
+        if culprit == Timing && trace.steps.iter().any(|s| s.blocks) {
+            // No fault: a WAIT that blocked took the time the lease was short of.
+            return Some(WAIT_IN_LEASE);
         }
         if trace.scenario.wait_replicas > 0 {
             // The scenario waits for a replica already: the fix is more of them, or
@@ -910,6 +930,32 @@ mod tests {
 
     /// A custom lock's fix names the step and the command the counterexample blames, and
     /// none of the built-in designs' advice.
+    #[test]
+    fn a_lease_short_by_a_blocked_wait_names_the_wait() {
+        use locklab_model::model::LockModel;
+        use locklab_model::scenario::Scenario;
+        use locklab_model::search::{search, SearchOptions};
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../scenarios/lua-release-wait-blocks.toml");
+        let sc = Scenario::load(&path).unwrap();
+        let fix_of = |sc: &Scenario| {
+            let model = LockModel::new(sc);
+            let r = search(&model, &SearchOptions::default(), |_| {});
+            let path = r.counterexample(MutualExclusion).expect("violated");
+            for_trace(&locklab_model::trace::build(&model, MutualExclusion, path)).unwrap()
+        };
+        assert!(fix_of(&sc).remedy.contains("wait_timeout"));
+        // The same lease short by step delays alone, no WAIT blocking: the lease's fix.
+        let mut short = sc.clone();
+        short.timing.wait_timeout = 0;
+        short.timing.ttl = 6;
+        let f = fix_of(&short);
+        assert!(
+            !f.remedy.contains("wait_timeout") && f.remedy.contains("watchdog"),
+            "{f:?}"
+        );
+    }
+
     #[test]
     fn a_custom_locks_fix_names_the_step_and_command_the_trace_blames() {
         use locklab_model::model::LockModel;
