@@ -813,25 +813,39 @@ impl Run {
         let Some((command, answer)) = self.clients[c].wait_answer(m).await else {
             return;
         };
+        let why = match end {
+            WaitEnd::Replicated => "a replica caught up",
+            WaitEnd::TimedOut => "its timeout ran out",
+            WaitEnd::Read => "read by its client",
+        };
+        let event = format!("{command} on {} answers ({why})", node_name(node));
+        self.record_answer(c, node, command.to_string(), &answer, event);
+    }
+
+    /// Redis' answer to `command`, sent by client `c` to `node`: into the history, and
+    /// into the timeline as `event` (marked when the client is paused and the reply
+    /// waits for it) with the reply or the error.
+    fn record_answer(
+        &mut self,
+        c: usize,
+        node: usize,
+        command: String,
+        answer: &Result<Reply, String>,
+        mut event: String,
+    ) {
         let paused = self.clients[c].gate.is_paused();
-        let (reply, error) = match &answer {
+        let (reply, error) = match answer {
             Ok(r) => (Some(r.to_string()), None),
             Err(e) => (None, Some(e.clone())),
         };
         self.record(Event::Command {
             client: c,
             node,
-            command: command.to_string(),
+            command,
             reply: reply.clone(),
             error: error.clone(),
             held: paused && answer.is_ok(),
         });
-        let why = match end {
-            WaitEnd::Replicated => "a replica caught up",
-            WaitEnd::TimedOut => "its timeout ran out",
-            WaitEnd::Read => "read by its client",
-        };
-        let mut event = format!("{command} on {} answers ({why})", node_name(node));
         if paused && answer.is_ok() {
             event.push_str(" (reply held: client paused)");
         }
@@ -1031,25 +1045,8 @@ impl Run {
                 self.track_owner(c, m, node, &f.command, reply, false);
             }
         }
-        let paused = self.clients[c].gate.is_paused();
-        let (reply, error) = match &answer {
-            Ok(r) => (Some(r.to_string()), None),
-            Err(e) => (None, Some(e.clone())),
-        };
-        self.record(Event::Command {
-            client: c,
-            node,
-            command: shown_command.clone(),
-            reply: reply.clone(),
-            error: error.clone(),
-            held: paused && answer.is_ok(),
-        });
-        let mut event = format!("{shown_command} -> {}", node_name(node));
-        if paused && answer.is_ok() {
-            event.push_str(" (reply held: client paused)");
-        }
-        let shown = reply.or(error.map(|e| format!("no answer: {e}")));
-        self.line(client_name(c), event, shown);
+        let event = format!("{shown_command} -> {}", node_name(node));
+        self.record_answer(c, node, shown_command, &answer, event);
         if self.clients[c].core.phase == Phase::Crashed {
             // The sender is gone: nobody reads the reply.
             self.clients[c].core.flights[m] = None;
