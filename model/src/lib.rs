@@ -27,6 +27,7 @@ pub mod ids;
 pub mod lua;
 pub mod model;
 pub mod partial_order;
+pub mod parts;
 pub mod pause_placement;
 pub mod recheck;
 pub mod redis;

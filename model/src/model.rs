@@ -995,6 +995,14 @@ impl LockModel {
         out.clone_from(last);
         self.take_step(out, action).is_some()
     }
+
+    /// [`LockModel::next_state_into`] where `out` was last built from `last` (by either
+    /// of these, then changed only by the step and the search's canonical form): only
+    /// what that changed is copied back ([`State::restore_from`]) before the step.
+    pub fn sibling_into(&self, last: &State, action: Action, out: &mut State) -> bool {
+        out.restore_from(last);
+        self.take_step(out, action).is_some()
+    }
 }
 
 impl Model for LockModel {
@@ -1039,8 +1047,8 @@ impl Model for LockModel {
         };
         vec![State {
             now: 0,
-            clients: vec![client; sc.clients.count as usize],
-            nodes,
+            clients: vec![client; sc.clients.count as usize].into(),
+            nodes: nodes.into(),
             serving: (0..masters).map(client_index).collect(),
             stock: Stock::new(INITIAL_STOCK, sc.fencing),
             spent: Spent::default(),

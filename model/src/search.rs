@@ -135,6 +135,11 @@ impl SearchOptions {
         let fingerprint = |t: &State| model.state_fingerprint(t, token_names);
         if self.reduces(Reduction::Symmetry) {
             model.canonicalize(s, fingerprint)
+        } else if !(token_names && model.renames_tokens()) {
+            (
+                model.parts_fingerprint(s),
+                Renaming::identity(s.clients.len(), s.nodes.len()),
+            )
         } else {
             (
                 fingerprint(s),
@@ -425,20 +430,27 @@ fn offered(model: &LockModel, options: &SearchOptions, s: &State, out: &mut Vec<
 /// representative), or `None` where the model has none within the horizon.
 fn step(model: &LockModel, options: &SearchOptions, s: &State, a: Action) -> Option<State> {
     let mut next = s.clone();
-    step_into(model, options, s, a, &mut next).then_some(next)
+    step_into(model, options, s, a, &mut next, false).then_some(next)
 }
 
 /// [`step`] built in `out`, whatever it held before (most successors are states seen
-/// before: one state per worker takes them all, and only a new one is copied out);
-/// `false` where the model has none within the horizon.
+/// before: one state per worker takes them all, and only a new one is copied out), or,
+/// with `sibling`, where `out` holds the last successor of `s` built so (only what that
+/// step changed is copied back); `false` where the model has none within the horizon.
 fn step_into(
     model: &LockModel,
     options: &SearchOptions,
     s: &State,
     a: Action,
     out: &mut State,
+    sibling: bool,
 ) -> bool {
-    if !model.next_state_into(s, a, out) {
+    let taken = if sibling {
+        model.sibling_into(s, a, out)
+    } else {
+        model.next_state_into(s, a, out)
+    };
+    if !taken {
         return false;
     }
     if options.reduces(Reduction::PausePlacement) && model.pause_placement_applies() {
@@ -574,8 +586,13 @@ pub fn search(
             chunk.each(|parent, s, origin| {
                 offered(model, options, &s, &mut actions);
                 let next = next.get_or_insert_with(|| s.clone());
+                // Whether `next` holds a successor of `s` (built from it, changed since
+                // only by its step and its canonical form).
+                let mut sibling = false;
                 for &a in &actions {
-                    if !step_into(model, options, &s, a, next) {
+                    let taken = step_into(model, options, &s, a, next, sibling);
+                    sibling = true;
+                    if !taken {
                         continue;
                     }
                     generated += 1;
@@ -585,6 +602,7 @@ pub fn search(
                         let read = Read::of(model, &open, next);
                         let stand_in = spare.pop().unwrap_or_else(|| s.clone());
                         let mut new = std::mem::replace(next, stand_in);
+                        sibling = false;
                         let shared = origin.shared(&mut new);
                         out.push((fp, parent, new, read, shared));
                     }

@@ -6,6 +6,7 @@ use locklab::resource::Stock;
 pub use crate::client::{ClientCore, Flight, Phase, Stray};
 use crate::clone_in_place::clone_in_place;
 use crate::fault::Spent;
+use crate::parts::Parts;
 use crate::redis::Data;
 
 /// One client process: what the run engine keeps of it too ([`ClientCore`]), and the
@@ -114,9 +115,9 @@ pub struct State {
     /// The global logical clock, in ticks.
     pub now: u8,
     /// The clients.
-    pub clients: Vec<Client>,
+    pub clients: Parts<Client>,
     /// Physical nodes: masters first, then replicas.
-    pub nodes: Vec<Node>,
+    pub nodes: Parts<Node>,
     /// For each master index the designs talk to, the physical node serving it.
     pub serving: Vec<u8>,
     /// The protected resource.
@@ -146,6 +147,37 @@ clone_in_place!(State {
 });
 
 impl State {
+    /// `self` made equal to `source` again, where it was last copied from `source`
+    /// (`clone_from` or this) and changed since: the clients and nodes a change touched
+    /// are copied back ([`Parts::restore_from`]), the rest whole. The search builds each
+    /// sibling successor this way.
+    pub fn restore_from(&mut self, source: &State) {
+        let State {
+            now,
+            clients,
+            nodes,
+            serving,
+            stock,
+            spent,
+            next_token,
+            displaced_other,
+            split,
+            pausing,
+            stepped,
+        } = source;
+        self.now = *now;
+        self.clients.restore_from(clients);
+        self.nodes.restore_from(nodes);
+        self.serving.clone_from(serving);
+        self.stock.clone_from(stock);
+        self.spent = *spent;
+        self.next_token = *next_token;
+        self.displaced_other = *displaced_other;
+        self.split.clone_from(split);
+        self.pausing = *pausing;
+        self.stepped = *stepped;
+    }
+
     /// The same state with its clients reordered: client `order[k]` becomes client `k`,
     /// and the ghost owners of entries are renamed to match.
     pub fn reorder_clients(&mut self, order: &[usize]) {
@@ -153,7 +185,7 @@ impl State {
         for (new, &old) in order.iter().enumerate() {
             rename[old] = u8::try_from(new).expect("at most MAX_CLIENTS clients");
         }
-        take_in_order(&mut self.clients, order);
+        take_in_order(self.clients.as_mut_slice(), order);
         for node in &mut self.nodes {
             for (_, e) in &mut node.data.entries {
                 if let Some(o) = &mut e.owner {
@@ -179,7 +211,7 @@ impl State {
             inverse[p] = m;
         }
         let inverse = &inverse[..perm.len()];
-        take_in_order(&mut self.nodes, inverse);
+        take_in_order(self.nodes.as_mut_slice(), inverse);
         let renamed = |n: u8| {
             u8::try_from(perm[usize::from(n)]).expect("nodes are bounded by the scenario caps")
         };

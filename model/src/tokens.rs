@@ -134,6 +134,23 @@ impl Hasher for StateHasher<'_> {
 thread_local! {
     /// Each search thread's buffer for [`StateHasher`], kept between states.
     static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// The same for one client's or node's hash ([`LockModel::parts_fingerprint`]).
+    static PART_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The plain hash of one part of a state: its bytes as a state's fingerprint writes
+/// them, tokens by their names.
+fn part_hash<T: Hash>(part: &T) -> u64 {
+    PART_BYTES.with_borrow_mut(|bytes| {
+        bytes.clear();
+        let mut h = StateHasher {
+            bytes,
+            token_names: false,
+            seen: FirstSeen::default(),
+        };
+        part.hash(&mut h);
+        h.finish()
+    })
 }
 
 /// A cheap hash of `value` with each token hashed as the order of its first appearance
@@ -222,6 +239,62 @@ impl LockModel {
             if *pausing || *stepped {
                 (pausing, stepped).hash(&mut h);
             }
+            h.finish()
+        })
+    }
+}
+
+impl LockModel {
+    /// The plain fingerprint of `s` (tokens by their names, the counter included) from
+    /// a hash of each client and node, kept with it until a step touches it
+    /// ([`crate::parts`]): a step changes one or two parts, and only those are walked
+    /// again. Another function of the state than [`LockModel::state_fingerprint`]
+    /// without token names, and as good a hash (XXH3 of the parts' XXH3s and the rest);
+    /// used where nothing picks a state by its fingerprint (no symmetry) and no token
+    /// is renamed, since a token's order of first appearance depends on the parts
+    /// before it.
+    pub fn parts_fingerprint(&self, s: &mut State) -> u64 {
+        let n = (s.clients.len(), s.nodes.len());
+        let mut hashes = [0u64; 2 * crate::parts::Parts::<()>::CAPACITY];
+        let (of_clients, of_nodes) = hashes.split_at_mut(n.0);
+        for (k, h) in of_clients.iter_mut().enumerate() {
+            *h = s.clients.hash_of(k, part_hash);
+        }
+        for (k, h) in of_nodes[..n.1].iter_mut().enumerate() {
+            *h = s.nodes.hash_of(k, part_hash);
+        }
+        BYTES.with_borrow_mut(|bytes| {
+            bytes.clear();
+            let mut h = StateHasher {
+                bytes,
+                token_names: false,
+                seen: FirstSeen::default(),
+            };
+            let State {
+                now,
+                clients: _,
+                nodes: _,
+                serving,
+                stock,
+                spent,
+                next_token,
+                displaced_other,
+                split,
+                pausing,
+                stepped,
+            } = s;
+            now.hash(&mut h);
+            n.hash(&mut h);
+            for part in &hashes[..n.0 + n.1] {
+                h.write_u64(*part);
+            }
+            serving.hash(&mut h);
+            stock.hash(&mut h);
+            spent.hash(&mut h);
+            next_token.hash(&mut h);
+            displaced_other.hash(&mut h);
+            split.hash(&mut h);
+            (pausing, stepped).hash(&mut h);
             h.finish()
         })
     }
