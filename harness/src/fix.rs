@@ -385,6 +385,22 @@ const REDLOCK_RESTART: Fix = Fix {
     ),
 };
 
+const RESTART_EMPTY: Fix = Fix {
+    remedy: Cow::Borrowed(
+        "persist the lock key before Redis answers (appendonly yes, appendfsync always), \
+             or keep a restarted Redis out of service for a ttl (a delayed restart); and \
+             fence the resource with tokens from a counter that survives the restart",
+    ),
+    why: Cow::Borrowed(
+        "A Redis without persistence comes back from a restart empty: the lock key is \
+          gone while its holder is still inside by its own lease, and the next SET NX \
+          finds nothing to refuse. No ttl and no renewal helps, since the key is not \
+          expired but lost. With every write on disk before the reply, or a restarted \
+          node kept out until every lease it granted has run out, a key outlives the \
+          crash of its process.",
+    ),
+};
+
 const REDLOCK_DRIFT: Fix = Fix {
     remedy: Cow::Borrowed(
         "take a drift allowance off every validity (drift_allowance; the Redlock spec's \
@@ -513,6 +529,10 @@ const TABLE: &[(Key, Fix)] = &[
         CLOCK_JUMP,
     ),
     ((None, MutualExclusion, Some(Drift), None), CLOCK_DRIFT),
+    (
+        (None, MutualExclusion, Some(Fault(Restart)), None),
+        RESTART_EMPTY,
+    ),
     ((None, MutualExclusion, None, None), LEASE_OUTLIVED),
     // Lost updates on the protected resource: where the fault resets the fencing
     // counter too (it lives on the lock's Redis node), tokens from that node cannot help.
@@ -907,6 +927,13 @@ mod tests {
             .contains("appendfsync always"));
         assert!(me(Fault(Pause)).contains("fencing"));
         assert!(me(Timing).contains("watchdog"));
+        // A lock key lost with its node's process is no lease run out: no renewal helps.
+        for design in [LuaRelease, Watchdog, Reentrant] {
+            let restart = fix(design, MutualExclusion, Fault(Restart), Fencing::Off);
+            assert!(restart.remedy.contains("appendfsync always"), "{design:?}");
+            assert!(!restart.remedy.contains("watchdog"), "{design:?}");
+            assert!(!restart.why.contains("ttl ran out"), "{design:?}");
+        }
         assert!(fix(SetPxGetDel, OwnerOnlyRelease, Timing, Fencing::Off)
             .remedy
             .contains("compare-and-delete"));

@@ -453,12 +453,16 @@ impl LockModel {
             .filter(|&i| self.has_pending(s, i))
             .fold(0u8, |bits, i| bits | 1 << i);
         for i in 0..s.clients.len() {
+            // Each client is reached mutably only where it changes: a client reached
+            // so is copied back and hashed again ([`crate::parts`]).
             for m in 0..s.clients[i].core.flights.len() {
                 let due = s.clients[i].core.flights[m]
                     .as_ref()
                     .is_some_and(|f| self.deliverable(s, i, f, m));
-                if let (Some(f), true) = (&mut s.clients[i].core.flights[m], due) {
-                    f.age = f.age.saturating_add(1);
+                if due {
+                    if let Some(f) = &mut s.clients[i].core.flights[m] {
+                        f.age = f.age.saturating_add(1);
+                    }
                 }
             }
             for k in 0..s.clients[i].core.strays.len() {
@@ -472,15 +476,19 @@ impl LockModel {
         s.now += 1;
         for n in 0..s.nodes.len() {
             let clock = self.node_clock(s, n);
-            s.nodes[n].data.expire(clock);
+            // Read first: a node reached mutably is hashed again ([`crate::parts`]).
+            if s.nodes[n].data.expires_by(clock) {
+                s.nodes[n].data.expire(clock);
+            }
         }
         self.time_out_waits(s);
         let work = self.scenario.timing.work;
         let since_renew_cap = self.since_renew_cap();
-        for (i, c) in s.clients.iter_mut().enumerate() {
-            if !c.running() {
+        for i in 0..s.clients.len() {
+            if !s.clients[i].running() {
                 continue;
             }
+            let c = &mut s.clients[i];
             c.retry_wait = false;
             if pending & 1 << i != 0 {
                 c.waited = c.waited.saturating_add(1);

@@ -72,6 +72,13 @@ impl Data {
         Some(self.entries.remove(i).1)
     }
 
+    /// Whether [`Data::expire`] at `clock` would remove an entry.
+    pub fn expires_by(&self, clock: i64) -> bool {
+        self.entries
+            .iter()
+            .any(|(_, e)| e.expires_at.is_some_and(|at| at <= clock))
+    }
+
     /// Drop every entry whose expiry is at or before `clock` (the node's clock).
     pub fn expire(&mut self, clock: i64) {
         self.entries

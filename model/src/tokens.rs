@@ -211,34 +211,10 @@ impl LockModel {
                 token_names,
                 seen: FirstSeen::default(),
             };
-            let State {
-                now,
-                clients,
-                nodes,
-                serving,
-                stock,
-                spent,
-                next_token,
-                displaced_other,
-                split,
-                pausing,
-                stepped,
-            } = s;
-            now.hash(&mut h);
-            clients.hash(&mut h);
-            nodes.hash(&mut h);
-            serving.hash(&mut h);
-            stock.hash(&mut h);
-            spent.hash(&mut h);
-            if !token_names {
-                next_token.hash(&mut h);
-            }
-            displaced_other.hash(&mut h);
-            split.hash(&mut h);
-            // Only where set, so that a search without pauses keeps its fingerprints.
-            if *pausing || *stepped {
-                (pausing, stepped).hash(&mut h);
-            }
+            s.now.hash(&mut h);
+            s.clients.hash(&mut h);
+            s.nodes.hash(&mut h);
+            hash_rest(&mut h, s, token_names);
             h.finish()
         })
     }
@@ -270,33 +246,45 @@ impl LockModel {
                 token_names: false,
                 seen: FirstSeen::default(),
             };
-            let State {
-                now,
-                clients: _,
-                nodes: _,
-                serving,
-                stock,
-                spent,
-                next_token,
-                displaced_other,
-                split,
-                pausing,
-                stepped,
-            } = s;
-            now.hash(&mut h);
+            s.now.hash(&mut h);
             n.hash(&mut h);
             for part in &hashes[..n.0 + n.1] {
                 h.write_u64(*part);
             }
-            serving.hash(&mut h);
-            stock.hash(&mut h);
-            spent.hash(&mut h);
-            next_token.hash(&mut h);
-            displaced_other.hash(&mut h);
-            split.hash(&mut h);
-            (pausing, stepped).hash(&mut h);
+            hash_rest(&mut h, s, false);
             h.finish()
         })
+    }
+}
+
+/// What a state's fingerprint writes after its clock, clients and nodes (each field
+/// named, so that a new field of `State` does not compile until it is written or left
+/// out here): the token counter only without `token_names`, the pause marks only where
+/// set (so that a search without pauses keeps its fingerprints).
+fn hash_rest(h: &mut StateHasher<'_>, s: &State, token_names: bool) {
+    let State {
+        now: _,
+        clients: _,
+        nodes: _,
+        serving,
+        stock,
+        spent,
+        next_token,
+        displaced_other,
+        split,
+        pausing,
+        stepped,
+    } = s;
+    serving.hash(h);
+    stock.hash(h);
+    spent.hash(h);
+    if !token_names {
+        next_token.hash(h);
+    }
+    displaced_other.hash(h);
+    split.hash(h);
+    if *pausing || *stepped {
+        (pausing, stepped).hash(h);
     }
 }
 

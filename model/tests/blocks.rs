@@ -9,8 +9,8 @@ use locklab_model::model::LockModel;
 use locklab_model::scenario::{load_paths, Property};
 use locklab_model::search::{search, SearchOptions};
 
-/// Blocks against one pass on the shipped scenarios below 400,000 unique states (34 of
-/// the 43 files, up to redlock-gc-pause's 145,600), in two tests over alternate files
+/// Blocks against one pass on the shipped scenarios below 400,000 unique states (35 of
+/// the 44 files, up to redlock-gc-pause's 145,600), in two tests over alternate files
 /// that run side by side.
 #[test]
 #[ignore = "second tier (minutes): `bash .ci/run` runs it, as does `cargo test --workspace --release -- --ignored`"]
@@ -27,7 +27,7 @@ fn blocks_change_nothing_but_memory_second_of_two() {
     assert!(compared.len() >= 15, "{compared:?}");
 }
 
-/// The same on the scenarios below 100,000 unique states (32 of the 43 files, the
+/// The same on the scenarios below 100,000 unique states (33 of the 44 files, the
 /// largest redlock-clock-jump's 99,670 states; the next is redlock5-no-faults's 101,837),
 /// in two tests over alternate files that run side by side.
 #[test]
