@@ -134,23 +134,26 @@ impl Hasher for StateHasher<'_> {
 thread_local! {
     /// Each search thread's buffer for [`StateHasher`], kept between states.
     static BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-    /// The same for one client's or node's hash ([`LockModel::parts_fingerprint`]).
-    static PART_BYTES: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The hash of what `write` writes to a [`StateHasher`] (into this thread's buffer).
+fn hash_with(token_names: bool, write: impl FnOnce(&mut StateHasher<'_>)) -> u64 {
+    BYTES.with_borrow_mut(|bytes| {
+        bytes.clear();
+        let mut h = StateHasher {
+            bytes,
+            token_names,
+            seen: FirstSeen::default(),
+        };
+        write(&mut h);
+        h.finish()
+    })
 }
 
 /// The plain hash of one part of a state: its bytes as a state's fingerprint writes
 /// them, tokens by their names.
 fn part_hash<T: Hash>(part: &T) -> u64 {
-    PART_BYTES.with_borrow_mut(|bytes| {
-        bytes.clear();
-        let mut h = StateHasher {
-            bytes,
-            token_names: false,
-            seen: FirstSeen::default(),
-        };
-        part.hash(&mut h);
-        h.finish()
-    })
+    hash_with(false, |h| part.hash(h))
 }
 
 /// A cheap hash of `value` with each token hashed as the order of its first appearance
@@ -204,23 +207,14 @@ impl LockModel {
     /// module documentation), except for a custom lock; otherwise the plain fingerprint.
     pub fn state_fingerprint(&self, s: &State, token_names: bool) -> u64 {
         let token_names = token_names && self.renames_tokens();
-        BYTES.with_borrow_mut(|bytes| {
-            bytes.clear();
-            let mut h = StateHasher {
-                bytes,
-                token_names,
-                seen: FirstSeen::default(),
-            };
-            s.now.hash(&mut h);
-            s.clients.hash(&mut h);
-            s.nodes.hash(&mut h);
-            hash_rest(&mut h, s, token_names);
-            h.finish()
+        hash_with(token_names, |h| {
+            s.now.hash(h);
+            s.clients.hash(h);
+            s.nodes.hash(h);
+            hash_rest(h, s, token_names);
         })
     }
-}
 
-impl LockModel {
     /// The plain fingerprint of `s` (tokens by their names, the counter included) from
     /// a hash of each client and node, kept with it until a step touches it
     /// ([`crate::parts`]): a step changes one or two parts, and only those are walked
@@ -239,20 +233,14 @@ impl LockModel {
         for (k, h) in of_nodes[..n.1].iter_mut().enumerate() {
             *h = s.nodes.hash_of(k, part_hash);
         }
-        BYTES.with_borrow_mut(|bytes| {
-            bytes.clear();
-            let mut h = StateHasher {
-                bytes,
-                token_names: false,
-                seen: FirstSeen::default(),
-            };
-            s.now.hash(&mut h);
-            n.hash(&mut h);
+        // The parts are hashed first: the buffer is this thread's one.
+        hash_with(false, |h| {
+            s.now.hash(h);
+            n.hash(h);
             for part in &hashes[..n.0 + n.1] {
                 h.write_u64(*part);
             }
-            hash_rest(&mut h, s, false);
-            h.finish()
+            hash_rest(h, s, false);
         })
     }
 }
